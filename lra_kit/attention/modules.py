@@ -1,0 +1,140 @@
+"""Multi-head modules around the attention functions, with one interface for the models.
+
+Every module built by :func:`lra_kit.attention.build_attention` has
+
+    forward(x, p=None, key_padding_mask=None) -> (y, p_out)
+    step(x_t, p=None, state=None) -> (y_t, state)          (causal modules; generation)
+
+``p`` is Luna's extra sequence; the other attentions pass it through untouched, so a model can
+treat every attention alike. ``x`` is (batch, length, d_model), ``x_t`` is (batch, d_model).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import torch
+import torch.nn as nn
+
+from lra_kit.attention.linear import linear_attention, linear_attention_step
+from lra_kit.attention.momentum import momentum_attention, momentum_attention_step
+from lra_kit.attention.softmax import softmax_attention
+
+
+class KVCache(NamedTuple):
+    """Softmax attention's step state: all keys and values so far (it grows with t)."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+
+
+class MultiheadAttention(nn.Module):
+    """Q, K, V, O projections (Katharopoulos eq. 2) around one attention function, split in heads.
+
+    Subclasses define ``attend(q, k, v, key_padding_mask)`` on (batch, heads, length, head_dim)
+    tensors and ``attend_step(q_t, k_t, v_t, state)`` on (batch, heads, head_dim).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, causal: bool = False, head_dim: Optional[int] = None):
+        super().__init__()
+        if not isinstance(n_heads, int) or n_heads < 1:
+            raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+        if head_dim is None:
+            if d_model % n_heads:
+                raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (or give head_dim)")
+            head_dim = d_model // n_heads
+        self.d_model, self.n_heads, self.head_dim, self.causal = d_model, n_heads, head_dim, causal
+        inner = n_heads * head_dim
+        self.W_q = nn.Linear(d_model, inner)
+        self.W_k = nn.Linear(d_model, inner)
+        self.W_v = nn.Linear(d_model, inner)
+        self.W_o = nn.Linear(inner, d_model)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, length, heads·head_dim) → (batch, heads, length, head_dim); (batch, ·) → (batch, heads, head_dim)."""
+        x = x.unflatten(-1, (self.n_heads, self.head_dim))
+        return x.transpose(1, 2) if x.dim() == 4 else x
+
+    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: Optional[torch.Tensor] = None):
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
+        q, k, v = (self._split(W(x)) for W in (self.W_q, self.W_k, self.W_v))
+        out = self.attend(q, k, v, key_padding_mask)
+        return self.W_o(out.transpose(1, 2).flatten(-2)), p
+
+    def step(self, x_t: torch.Tensor, p: Any = None, state: Any = None):
+        if not self.causal:
+            raise RuntimeError(f"{type(self).__name__}.step needs a causal module (causal=True)")
+        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
+            raise ValueError(f"x_t must have shape (batch, {self.d_model}), got {tuple(x_t.shape)}")
+        q, k, v = (self._split(W(x_t)) for W in (self.W_q, self.W_k, self.W_v))
+        out, state = self.attend_step(q, k, v, state)
+        return self.W_o(out.flatten(-2)), state
+
+    def attend(self, q, k, v, key_padding_mask):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def attend_step(self, q_t, k_t, v_t, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SoftmaxAttention(MultiheadAttention):
+    """Softmax attention (SDPA) with attention dropout; generation keeps a key/value cache."""
+
+    def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, dropout: float = 0.0):
+        super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = dropout
+
+    def attend(self, q, k, v, key_padding_mask):
+        drop = self.dropout if self.training else 0.0
+        return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask, dropout_p=drop)
+
+    def attend_step(self, q_t, k_t, v_t, state):
+        k = k_t[:, :, None] if state is None else torch.cat([state.k, k_t[:, :, None]], dim=2)
+        v = v_t[:, :, None] if state is None else torch.cat([state.v, v_t[:, :, None]], dim=2)
+        out = softmax_attention(q_t[:, :, None], k, v)[:, :, 0]
+        return out, KVCache(k, v)
+
+
+class LinearAttention(MultiheadAttention):
+    """Linear attention (Katharopoulos et al. eqs. 5, 9); generation uses the RNN form (eqs. 16–20)."""
+
+    def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, feature_map="elu", eps: float = 1e-6):
+        super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
+        self.feature_map, self.eps = feature_map, eps
+
+    def attend(self, q, k, v, key_padding_mask):
+        return linear_attention(
+            q, k, v, causal=self.causal, feature_map=self.feature_map, key_padding_mask=key_padding_mask, eps=self.eps
+        )
+
+    def attend_step(self, q_t, k_t, v_t, state):
+        return linear_attention_step(q_t, k_t, v_t, state, feature_map=self.feature_map, eps=self.eps)
+
+
+class MomentumAttention(MultiheadAttention):
+    """Momentum attention (Nguyen et al. eqs. 13, 14); generation uses the heavy-ball RNN (eq. 12)."""
+
+    def __init__(
+        self, d_model, n_heads, *, beta: float, gamma: float = 1.0, causal=False, head_dim=None,
+        feature_map="elu", eps: float = 1e-6, compat: Optional[str] = None,
+    ):
+        super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
+        from lra_kit.attention.checks import check_momentum
+
+        check_momentum(beta, gamma)
+        self.beta, self.gamma, self.feature_map, self.eps, self.compat = float(beta), float(gamma), feature_map, eps, compat
+
+    def attend(self, q, k, v, key_padding_mask):
+        return momentum_attention(
+            q, k, v, beta=self.beta, gamma=self.gamma, causal=self.causal, feature_map=self.feature_map,
+            key_padding_mask=key_padding_mask, eps=self.eps, compat=self.compat,
+        )
+
+    def attend_step(self, q_t, k_t, v_t, state):
+        if self.compat is not None:
+            raise RuntimeError(f"compat={self.compat!r} has no recurrent form (it is not eq. 12)")
+        return momentum_attention_step(
+            q_t, k_t, v_t, state, beta=self.beta, gamma=self.gamma, feature_map=self.feature_map, eps=self.eps
+        )

@@ -1,0 +1,43 @@
+"""Softmax attention (Katharopoulos et al. eq. 2; Vaswani et al. 2017), through PyTorch's SDPA.
+
+Derived in the book, chapter "Attention as a kernel smoother" (``sec-softmax-attention``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from lra_kit.attention.checks import check_causal_lengths, check_key_padding_mask, check_qkv
+
+
+def softmax_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    key_padding_mask: Optional[torch.Tensor] = None,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    """V' = softmax(QKᵀ/√D) V with optional causal and key-padding masks (eq. 2 / eq. 8).
+
+    Shapes (batch, heads, length, dim); ``key_padding_mask`` is bool (batch, length), True = padding.
+    A query that may see no key at all (a fully padded sequence) gets a zero output, not NaN.
+    """
+    check_qkv(q, k, v)
+    check_key_padding_mask(key_padding_mask, k)
+    if causal:
+        check_causal_lengths(q, k)
+    if key_padding_mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=dropout_p)
+
+    Lq, Lk = q.shape[2], k.shape[2]
+    allowed = ~key_padding_mask[:, None, None, :]  # SDPA: True = may attend
+    if causal:
+        allowed = allowed & torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril()
+    empty = ~allowed.any(dim=-1, keepdim=True)  # rows with nothing to attend to
+    allowed = allowed | empty
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
+    return out.masked_fill(empty, 0.0)

@@ -1,0 +1,56 @@
+"""The ``lra-kit`` command line.
+
+Each layer of the package contributes its own sub-commands through a module with
+``add_parser(subparsers)``; this file only wires them together, so that ``data`` knows
+nothing of ``train`` (GUIDE §8).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name of the sub-command group -> module that defines add_parser(subparsers)
+_COMMAND_MODULES = (
+    "lra_kit.bench.cli",
+    "lra_kit.data.cli",
+    "lra_kit.train.cli",
+)
+
+EPILOG = """examples:
+  lra-kit bench attention --lengths 1024 2048 4096
+  lra-kit data stats listops
+  lra-kit train --task listops --attention momentum --scale smoke
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lra-kit",
+        description="Linear, momentum and Luna attention on the Long Range Arena.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name != name:  # a real import error inside the module
+                raise
+            continue
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

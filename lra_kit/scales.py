@@ -1,0 +1,23 @@
+"""Run scales (GUIDE §4): how big every experiment is.
+
+``smoke``  seconds on a CPU: what CI and nbval run.
+``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
+``paper``  the papers' exact configurations (a GPU).
+
+The scale comes from an explicit argument, else from ``LRA_KIT_SCALE``, else ``smoke``.
+"""
+from __future__ import annotations
+
+import os
+
+SCALES = ("smoke", "book", "paper")
+ENV_VAR = "LRA_KIT_SCALE"
+
+
+def get_scale(scale: str | None = None) -> str:
+    """Return the scale to use: ``scale`` if given, else ``$LRA_KIT_SCALE``, else ``"smoke"``."""
+    value = scale if scale is not None else os.environ.get(ENV_VAR, "smoke")
+    if value not in SCALES:
+        source = "scale" if scale is not None else f"${ENV_VAR}"
+        raise ValueError(f"{source} must be one of {SCALES}, got {value!r}")
+    return value
