@@ -17,12 +17,13 @@ which follows from u(a + r) = u(a) + β^{a+1} u(r − 1). Every coefficient is p
 unlike the split "γ/(1−β)·(S − βD)" nothing cancels: float32 stays accurate at β = 0.999.
 
 Backward (eqs. 13–15). The weights depend only on the lag i − j, so each gradient is again
-a weighted causal product, run forward in time for ∇q and backward in time (on the
-reversed sequence) for ∇k and ∇v:
+a weighted causal product, forward in time for ∇q and backward in time for ∇k and ∇v:
 
     ∇q_i = Σ_{j≤i} u(i−j) (g_i·v_j) k_j,   ∇k_j = Σ_{i≥j} u(i−j) (v_j·g_i) q_i,   ∇v_j = Σ_{i≥j} u(i−j) (q_i·k_j) g_i.
 
-Only q, k, v are saved for backward: no (length × dim × dim) tensor of states.
+∇q reuses the forward states Σ k vᵀ; ∇k and ∇v share the backward-in-time states Σ g qᵀ
+(eqs. 14 and 15 are the same cumulative sum, transposed). Only q, k, v are saved for
+backward: no (length × dim × dim) tensor of states.
 Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-memory-gradient``).
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 DEFAULT_CHUNK_SIZE = 64
@@ -50,88 +52,129 @@ def momentum_lag_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
     return -torch.expm1((lag + 1) * math.log(beta)) / (1.0 - beta)
 
 
-def _chunked_causal_product(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float, chunk_size: int
-) -> torch.Tensor:
-    """Forward pass of the weighted causal product; shapes (B, H, N, D), (B, H, N, D), (B, H, N, M)."""
-    out_dtype = v.dtype
+class _Chunking:
+    """Chunk geometry and the lag weights shared by the forward and backward passes."""
+
+    def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
+        self.n, self.beta = n, beta
+        self.C = C = max(1, min(chunk_size, n))
+        self.n_chunks = -(-n // C)
+        self.pad = self.n_chunks * C - n
+        pos = torch.arange(C, device=device, dtype=dtype)
+        lag = pos[:, None] - pos[None, :]
+        zero = torch.zeros((), dtype=dtype, device=device)
+        self.intra = torch.where(lag >= 0, momentum_lag_weights(lag, beta), zero)  # W_ab = u(a − b), b ≤ a
+        if beta > 0.0 and self.n_chunks > 1:
+            self.from_start = pos  # distance of a position from the start of its chunk
+            self.to_end = (C - 1) - pos  # ... and to its end
+            c = torch.arange(self.n_chunks, device=device, dtype=dtype)
+            gap = C * (c[:, None] - c[None, :] - 1)  # chunk c' < c reaches chunk c across G = C(c − c' − 1)
+            earlier = gap >= 0
+            gap = gap.clamp(min=0)
+            self.to_s = torch.where(earlier, beta * momentum_lag_weights(gap - 1, beta), zero)
+            self.to_d = torch.where(earlier, torch.pow(torch.tensor(beta, dtype=dtype, device=device), gap), zero)
+            self.earlier = earlier.to(dtype)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
+        if self.pad:
+            x = F.pad(x, (0, 0, 0, self.pad))
+        return x.reshape(*x.shape[:2], self.n_chunks, self.C, x.shape[-1])
+
+    def join(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
+
+    def states(self, x: torch.Tensor, y: torch.Tensor, reverse: bool):
+        """Inter-chunk states of Σ u(lag) x yᵀ, at each chunk's start (forward) or end (reverse in time).
+
+        Returns (s, d, carry): the contribution to local position a is s + carry[a]·d
+        (carry = β·u(distance to the chunk boundary), d = None when β = 0).
+        """
+        xy = x.transpose(-1, -2)
+        if self.beta == 0.0:
+            total = xy @ y  # (B, H, n_chunks, Dx, Dy)
+            if reverse:
+                s = torch.flip(torch.cumsum(torch.flip(total, [2]), 2), [2]) - total
+            else:
+                s = torch.cumsum(total, 2) - total
+            return s, None, None
+        beta = self.beta
+        # Distance of each position to the boundary its chunk shares with the chunks it reaches.
+        far = self.from_start if reverse else self.to_end
+        sigma = (xy * momentum_lag_weights(far, beta)) @ y
+        delta = (xy * beta**far) @ y
+        A, S, D = (m.transpose(0, 1) if reverse else m for m in (self.earlier, self.to_s, self.to_d))
+        s = torch.einsum("xy,bhydm->bhxdm", A, sigma) + torch.einsum("xy,bhydm->bhxdm", S, delta)
+        d = torch.einsum("xy,bhydm->bhxdm", D, delta)
+        near = self.to_end if reverse else self.from_start
+        carry = (beta * momentum_lag_weights(near, beta))[:, None]
+        return s, d, carry
+
+
+def _forward(q, k, v, beta, chunk_size):
+    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j for (B, H, N, D), (B, H, N, D), (B, H, N, M)."""
+    out_dtype, dtype = v.dtype, _compute_dtype(q.dtype)
+    ch = _Chunking(q.shape[2], chunk_size, beta, dtype, q.device)
+    q, k, v = (ch.split(t.to(dtype)) for t in (q, k, v))
+    scores = q @ k.transpose(-1, -2)
+    out = scores.mul_(ch.intra) @ v
+    if ch.n_chunks > 1:
+        s, d, carry = ch.states(k, v, reverse=False)
+        out = out + q @ s
+        if d is not None:
+            out = out + carry * (q @ d)
+    return ch.join(out).to(out_dtype)
+
+
+def _backward(q, k, v, g, beta, chunk_size, needs):
+    """∇q, ∇k, ∇v of eqs. 13–15, sharing the intra-chunk score matrices and the inter-chunk states."""
     dtype = _compute_dtype(q.dtype)
-    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
-    B, H, N, D = q.shape
-    M = v.shape[-1]
-    C = max(1, min(chunk_size, N))
-    n_chunks = -(-N // C)
-    pad = n_chunks * C - N
-    if pad:
-        # Zero keys at the end add nothing to earlier positions (causality).
-        q, k, v = (torch.nn.functional.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
-    q = q.reshape(B, H, n_chunks, C, D)
-    k = k.reshape(B, H, n_chunks, C, D)
-    v = v.reshape(B, H, n_chunks, C, M)
-
-    pos = torch.arange(C, device=q.device, dtype=dtype)
-    lag = pos[:, None] - pos[None, :]
-    causal = lag >= 0
-    intra_weights = torch.where(causal, momentum_lag_weights(lag, beta), torch.zeros((), dtype=dtype, device=q.device))
-    out = ((q @ k.transpose(-1, -2)) * intra_weights) @ v
-
-    if n_chunks == 1:
-        return out.reshape(B, H, C, M)[:, :, :N].to(out_dtype)
-
-    if beta == 0.0:
-        # s at each chunk start is the exclusive prefix sum of the chunks' k_jᵀv_j.
-        kv = k.transpose(-1, -2) @ v
-        s_start = torch.cumsum(kv, dim=2) - kv
-        out = out + q @ s_start
-    else:
-        to_end = (C - 1) - pos  # distance of each position to the end of its chunk
-        sigma = (k * momentum_lag_weights(to_end, beta)[:, None]).transpose(-1, -2) @ v
-        delta = (k * (beta ** to_end)[:, None]).transpose(-1, -2) @ v
-        # Chunk c' < c reaches the start of chunk c across a gap of G = C(c − c' − 1) positions.
-        c = torch.arange(n_chunks, device=q.device, dtype=dtype)
-        gap = C * (c[:, None] - c[None, :] - 1)
-        earlier = gap >= 0
-        zero = torch.zeros((), dtype=dtype, device=q.device)
-        gap = gap.clamp(min=0)
-        ones = torch.where(earlier, torch.ones((), dtype=dtype, device=q.device), zero)
-        to_s = torch.where(earlier, beta * momentum_lag_weights(gap - 1, beta), zero)
-        to_d = torch.where(earlier, torch.pow(torch.tensor(beta, dtype=dtype, device=q.device), gap), zero)
-        s_start = torch.einsum("xy,bhydm->bhxdm", ones, sigma) + torch.einsum("xy,bhydm->bhxdm", to_s, delta)
-        d_start = torch.einsum("xy,bhydm->bhxdm", to_d, delta)
-        carry = beta * momentum_lag_weights(pos, beta)  # β·u(a) for local position a
-        out = out + q @ s_start + carry[:, None] * (q @ d_start)
-
-    return out.reshape(B, H, n_chunks * C, M)[:, :, :N].to(out_dtype)
+    ch = _Chunking(q.shape[2], chunk_size, beta, dtype, q.device)
+    q, k, v, g = (ch.split(t.to(dtype)) for t in (q, k, v, g))
+    gv = (g @ v.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
+    dq = dk = dv = None
+    if needs[0]:
+        dq = gv @ k
+        if ch.n_chunks > 1:
+            s, d, carry = ch.states(k, v, reverse=False)  # Σ u k vᵀ, as in the forward pass
+            dq = dq + g @ s.transpose(-1, -2)
+            if d is not None:
+                dq = dq + carry * (g @ d.transpose(-1, -2))
+    if needs[1] or needs[2]:
+        if ch.n_chunks > 1:
+            s, d, carry = ch.states(g, q, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+        if needs[1]:
+            dk = gv.transpose(-1, -2) @ q
+            if ch.n_chunks > 1:
+                dk = dk + v @ s
+                if d is not None:
+                    dk = dk + carry * (v @ d)
+        if needs[2]:
+            qk = (q @ k.transpose(-1, -2)).mul_(ch.intra)
+            dv = qk.transpose(-1, -2) @ g
+            if ch.n_chunks > 1:
+                dv = dv + k @ s.transpose(-1, -2)
+                if d is not None:
+                    dv = dv + carry * (k @ d.transpose(-1, -2))
+    return tuple(None if t is None else ch.join(t) for t in (dq, dk, dv))
 
 
 class CausalProduct(torch.autograd.Function):
-    """Weighted causal product with the constant-memory backward of eqs. 13–15."""
+    """Weighted causal product with the constant-memory backward of eqs. 13–15 (saves only q, k, v)."""
 
     @staticmethod
     def forward(ctx, q, k, v, beta, chunk_size):  # noqa: D102 (documented above)
         ctx.save_for_backward(q, k, v)
-        ctx.beta = beta
-        ctx.chunk_size = chunk_size
-        return _chunked_causal_product(q, k, v, beta, chunk_size)
+        ctx.beta, ctx.chunk_size = beta, chunk_size
+        return _forward(q, k, v, beta, chunk_size)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):  # noqa: D102
         q, k, v = ctx.saved_tensors
-        beta, C = ctx.beta, ctx.chunk_size
-
-        def rev(t):
-            return t.flip(2)
-
-        grad = grad.contiguous()
-        dq = dk = dv = None
-        if ctx.needs_input_grad[0]:
-            dq = _chunked_causal_product(grad, v, k, beta, C)  # eq. 13
-        if ctx.needs_input_grad[1]:
-            dk = rev(_chunked_causal_product(rev(v), rev(grad), rev(q), beta, C))  # eq. 14
-        if ctx.needs_input_grad[2]:
-            dv = rev(_chunked_causal_product(rev(k), rev(q), rev(grad), beta, C))  # eq. 15
-        return dq, dk, dv, None, None
+        dq, dk, dv = _backward(q, k, v, grad, ctx.beta, ctx.chunk_size, ctx.needs_input_grad[:3])
+        cast = lambda t, like: None if t is None else t.to(like.dtype)  # noqa: E731
+        return cast(dq, q), cast(dk, k), cast(dv, v), None, None
 
 
 def causal_product(
@@ -153,4 +196,4 @@ def causal_product(
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return CausalProduct.apply(q, k, v, float(beta), chunk_size)
-    return _chunked_causal_product(q, k, v, float(beta), chunk_size)
+    return _forward(q, k, v, float(beta), chunk_size)

@@ -17,12 +17,16 @@ FeatureMap = Callable[[torch.Tensor], torch.Tensor]
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
     """φ(x) = elu(x) + 1, Katharopoulos et al. eq. 7.
 
-    Evaluated as ``where(x ≥ 0, x + 1, exp(x))``: mathematically identical, but in bf16
-    ``elu(x) + 1`` rounds to exactly 0 for x ≲ −8 (flash-linear-attention issue #1261).
-    The exponential is taken of ``min(x, 0)`` so the branch that ``where`` discards cannot
-    overflow and poison the gradient with ``0 · inf``.
+    Half-precision inputs are mapped as ``where(x ≥ 0, x + 1, exp(x))`` in float32: in bf16,
+    ``elu(x) + 1`` rounds to exactly 0 for x ≲ −8 (flash-linear-attention issue #1261), while
+    exp(x) itself is representable. (The exponential is of min(x, 0), so the branch that
+    ``where`` discards cannot overflow into a ``0 · inf`` gradient.) Float32/64 use the cheaper
+    elu(x) + 1 directly, as the paper's code does.
     """
-    return torch.where(x >= 0, x + 1, torch.exp(torch.clamp(x, max=0)))
+    if x.dtype in (torch.float16, torch.bfloat16):
+        y = x.float()
+        return torch.where(y >= 0, y + 1, torch.exp(y.clamp(max=0))).to(x.dtype)
+    return F.elu(x) + 1
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:

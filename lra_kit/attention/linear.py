@@ -64,8 +64,11 @@ def linear_attention(
     phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
     if causal:
         check_causal_lengths(q, k)
-        numerator = causal_product(phi_q, phi_k, v, chunk_size=chunk_size)
-        z = torch.cumsum(phi_k, dim=2)  # Z_i, eq. 11
+        # The denominator φ(Q_i)ᵀZ_i is the numerator of eq. 9 with every value V_j = 1, so one
+        # causal product on [V, 1] yields both (and one constant-memory backward serves both).
+        ones = torch.ones_like(v[..., :1])
+        both = causal_product(phi_q, phi_k, torch.cat([v, ones], dim=-1), chunk_size=chunk_size)
+        return both[..., :-1] / (both[..., -1:] + eps)
     else:
         kv = phi_k.transpose(-1, -2) @ v  # Σ_j φ(K_j) V_jᵀ, computed once (eq. 6)
         numerator = phi_q @ kv

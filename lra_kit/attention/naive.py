@@ -1,0 +1,187 @@
+"""Readable oracles, written straight from the papers' formulas (flash-linear-attention's ``naive.py`` pattern).
+
+Nothing here is fast: explicit N×N matrices and explicit loops over time. The tests compare
+every fast path in :mod:`lra_kit.attention` against these in float64.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from lra_kit.attention.feature_maps import get_feature_map
+
+
+def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    """(B, 1, 1, N) float: 1 for real keys, 0 for padding."""
+    if key_padding_mask is None:
+        return torch.ones(like.shape[0], 1, 1, like.shape[2], dtype=like.dtype, device=like.device)
+    return (~key_padding_mask)[:, None, None, :].to(like.dtype)
+
+
+def naive_softmax_attention(q, k, v, *, causal=False, key_padding_mask=None):
+    """Eq. 2 (and eq. 8 when causal) with an explicit N×N matrix; rows with no visible key give 0."""
+    allowed = _key_mask(key_padding_mask, k).expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2]).clone()
+    if causal:
+        allowed = allowed * torch.ones(q.shape[2], k.shape[2], dtype=q.dtype, device=q.device).tril()
+    # subtract the row max of the allowed entries to keep exp in range, then mask
+    logits = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    logits = logits.masked_fill(allowed == 0, -math.inf)
+    row_max = logits.amax(-1, keepdim=True).clamp(min=-1e300)
+    weights = torch.exp(logits - row_max) * allowed
+    total = weights.sum(-1, keepdim=True)
+    weights = torch.where(total > 0, weights / total.clamp(min=1e-300), torch.zeros_like(weights))
+    return weights @ v
+
+
+def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padding_mask=None, eps=1e-6):
+    """Eq. 4 (eq. 9 when causal): the kernel matrix A_ij = φ(Q_i)ᵀφ(K_j), explicitly, then (A V) / (A 1 + ε)."""
+    phi = get_feature_map(feature_map)
+    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    if causal:
+        A = A.tril()
+    return (A @ v) / (A.sum(-1, keepdim=True) + eps)
+
+
+def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
+    """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i)."""
+    phi = get_feature_map(feature_map)
+    B, H, N, D = q.shape
+    s = q.new_zeros(B, H, D, v.shape[-1])
+    z = q.new_zeros(B, H, D)
+    outs = []
+    for i in range(N):
+        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        s = s + torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
+        z = z + fk
+        num = torch.einsum("bhd,bhdm->bhm", fq, s)
+        den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
+        outs.append(num / den)
+    return torch.stack(outs, dim=2)
+
+
+def naive_momentum_weight_matrix(n, beta, gamma, *, dtype=torch.float64, device=None):
+    """W_ij = γ(1 − β^{i−j+1})/(1 − β) for j ≤ i, else 0 (the reweighting of eq. 13)."""
+    i = torch.arange(n, dtype=dtype, device=device)[:, None]
+    j = torch.arange(n, dtype=dtype, device=device)[None, :]
+    w = gamma * (1 - beta ** (i - j + 1)) / (1 - beta)
+    return torch.where(j <= i, w, torch.zeros((), dtype=dtype, device=device))
+
+
+def naive_momentum_attention(
+    q, k, v, *, beta, gamma=1.0, causal=False, feature_map="elu", key_padding_mask=None, eps=1e-6, compat=None
+):
+    """Eq. 13 (causal) / eq. 14 (non-causal) with explicit N×N matrices.
+
+    Numerator: (A ⊙ W) V with the momentum weights W; denominator: A 1 + ε, unweighted.
+    Non-causal: W_ij = γ(1 − β^{N−j+1})/(1 − β) with N the true length and j the rank of key j
+    among real keys. ``compat="authors_batched"``: W_ij = γ(1 − β^{L−j+1})/(1 − β), L the padded length.
+    """
+    phi = get_feature_map(feature_map)
+    B, H, N, _ = k.shape
+    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    if causal and compat is None:
+        W = naive_momentum_weight_matrix(N, beta, gamma, dtype=q.dtype, device=q.device)
+        A = A.tril()
+        return ((A * W) @ v) / (A.sum(-1, keepdim=True) + eps)
+    if compat == "authors_batched" or key_padding_mask is None:
+        lengths = torch.full((B,), N, dtype=q.dtype, device=q.device)
+        ranks = torch.arange(1, N + 1, dtype=q.dtype, device=q.device).expand(B, N)
+    else:
+        real = (~key_padding_mask).to(q.dtype)
+        lengths = real.sum(1)
+        ranks = torch.cumsum(real, 1)
+    w = gamma * (1 - beta ** (lengths[:, None] - ranks + 1)) / (1 - beta)  # (B, N), per key
+    if causal:
+        A = A.tril()
+    return ((A * w[:, None, None, :]) @ v) / (A.sum(-1, keepdim=True) + eps)
+
+
+def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps=1e-6):
+    """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i)."""
+    phi = get_feature_map(feature_map)
+    B, H, N, D = q.shape
+    m = q.new_zeros(B, H, D, v.shape[-1])
+    s = torch.zeros_like(m)
+    z = q.new_zeros(B, H, D)
+    outs = []
+    for i in range(N):
+        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        m = beta * m - torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
+        s = s - gamma * m
+        z = z + fk
+        num = torch.einsum("bhd,bhdm->bhm", fq, s)
+        den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
+        outs.append(num / den)
+    return torch.stack(outs, dim=2)
+
+
+def naive_cumulative_state_causal_product(q, k, v):
+    """Σ_{j≤i} (q_i·k_j) v_j through the states S_i = cumsum(k_j v_jᵀ) — all N of them.
+
+    This is the "naive implementation of eq. 12" of Katharopoulos §3.3.1: autograd keeps the
+    (N × D × M) tensor of states for backward. Used as the memory baseline.
+    """
+    states = torch.cumsum(k[..., :, None] * v[..., None, :], dim=2)  # (B, H, N, D, M)
+    return torch.einsum("bhnd,bhndm->bhnm", q, states)
+
+
+def naive_causal_mean_product(x, y, z):
+    """Luna eq. 7 as a loop: F_t = (1/t) X_t Σ_{j≤t} Y_jᵀ Z_j (t counted from 1)."""
+    B, H, N, _ = x.shape
+    state = x.new_zeros(B, H, y.shape[-1], z.shape[-1])
+    outs = []
+    for t in range(N):
+        state = state + y[:, :, t, :, None] * z[:, :, t, None, :]
+        outs.append(torch.einsum("bhd,bhdm->bhm", x[:, :, t], state) / (t + 1))
+    return torch.stack(outs, dim=2)
+
+
+def _heads(x, heads):
+    B, L, d = x.shape
+    return x.view(B, L, heads, d // heads).transpose(1, 2)
+
+
+def _merge(x):
+    B, H, L, d = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * d)
+
+
+def naive_luna_attention(module, x, p, key_padding_mask=None):
+    """Luna pack (eq. 3) and unpack (eq. 4) with explicit softmax matrices, using ``module``'s weights.
+
+    Causal modules follow §3.3 step by step: A_pack = ω(...), A_unpack = softmax(f(Q, K, A_pack)),
+    Y = f(A_unpack, A_pack, V), each f computed by the loop of eq. 7.
+    """
+    from lra_kit.attention.luna import pack_activation
+
+    p = p.expand(x.shape[0], -1, -1)
+    H, Hp = module.n_heads, module.n_pack_heads
+    if module.causal:
+        scale = (module.d_model // H) ** -0.5
+        pq = _heads(module.pq_proj(p), H) * scale
+        a_pack = pack_activation(_heads(module.pc_proj(x), H) @ pq.transpose(-1, -2), module.pack_activation)
+        q = _heads(module.q_proj(x), H) * scale
+        if module.tie_kv:
+            k = v = _heads(module.c_proj(x), H)
+        else:
+            k, v = _heads(module.k_proj(x), H), _heads(module.v_proj(x), H)
+        if key_padding_mask is not None:
+            keep = (~key_padding_mask)[:, None, :, None].to(x.dtype)
+            k, v, a_pack = k * keep, v * keep, a_pack * keep
+        a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack), dim=-1)
+        return module.out_proj(_merge(naive_causal_mean_product(a_unpack, a_pack, v))), None
+
+    pq = _heads(module.pq_proj(p), Hp)
+    if module.tie_kv:
+        pk = pv = _heads(module.pc_proj(x), Hp)
+    else:
+        pk, pv = _heads(module.pk_proj(x), Hp), _heads(module.pv_proj(x), Hp)
+    packed = _merge(naive_softmax_attention(pq, pk, pv, key_padding_mask=key_padding_mask))
+    q = _heads(module.q_proj(x), H)
+    if module.tie_kv:
+        k = v = _heads(module.c_proj(packed), H)
+    else:
+        k, v = _heads(module.k_proj(packed), H), _heads(module.v_proj(packed), H)
+    return module.out_proj(_merge(naive_softmax_attention(q, k, v))), packed

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that time and measure, each against a baseline timed in the same run (GUIDE §9)."""

@@ -1,0 +1,13 @@
+"""``lra-kit bench ...`` sub-commands."""
+from __future__ import annotations
+
+from lra_kit.bench import attention
+
+
+def add_parser(subparsers) -> None:
+    bench = subparsers.add_parser("bench", help="benchmarks against SDPA measured in the same run")
+    sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
+    p = sub.add_parser("attention", help="forward+backward time and peak memory of each attention vs SDPA",
+                       description=attention.__doc__)
+    attention.add_arguments(p)
+    p.set_defaults(func=attention.main_from_args)

@@ -1,0 +1,86 @@
+"""Timing (median of repeats) and peak memory of a callable, on CPU or CUDA.
+
+Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Linux) from the
+process's resident-set high-water mark, reset before each measurement through
+``/proc/self/clear_refs``. glibc is told to serve every allocation above 64 KiB with its own
+mmap (a fixed threshold turns off glibc's adaptive one), so freed tensors leave the resident
+set at once and the mark tracks what the operation itself needed.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+import statistics
+import time
+from typing import Callable, Optional
+
+import torch
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def median_time(fn: Callable[[], object], device: torch.device, *, repeats: int = 5, warmup: int = 1) -> tuple[float, float]:
+    """(median, spread) in seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs; spread = max − min."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), max(times) - min(times)
+
+
+def _proc_status_kib(key: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+_M_MMAP_THRESHOLD = -3  # mallopt parameter number in glibc's malloc.h
+_mallopt_done = False
+
+
+def _fix_mmap_threshold() -> None:
+    global _mallopt_done
+    if _mallopt_done:
+        return
+    _mallopt_done = True
+    name = ctypes.util.find_library("c")
+    if name:
+        try:
+            ctypes.CDLL(name).mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+        except (OSError, AttributeError):  # not glibc: the high-water mark is then an upper bound
+            pass
+
+
+def cpu_peak_supported() -> bool:
+    _fix_mmap_threshold()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        _proc_status_kib("VmHWM")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device) -> Optional[int]:
+    """Bytes of memory ``fn()`` needed above what was in use when it started (None if unmeasurable)."""
+    if device.type == "cuda":
+        _sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        _sync(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    if not cpu_peak_supported():
+        return None
+    before = _proc_status_kib("VmRSS")  # clear_refs has just set the high-water mark to this
+    fn()
+    return max(0, _proc_status_kib("VmHWM") - before) * 1024

@@ -1,0 +1,178 @@
+"""Momentum attention (Nguyen et al. eqs. 12–14, 18): closed form = recurrence = lra_kit."""
+import math
+
+import pytest
+import torch
+
+from attention_helpers import assert_close, rand_qkv, right_padding_mask
+from lra_kit.attention import (
+    adaptive_momentum,
+    linear_attention,
+    momentum_attention,
+    momentum_attention_step,
+    momentum_weights,
+)
+from lra_kit.attention.naive import naive_momentum_attention, naive_momentum_recurrent
+
+BETAS = [0.0, 0.1, 0.6, 0.9, 0.999]
+GAMMAS = [0.6, 1.0, 2.5]
+SHAPES = [(1, 1, 1, 1, 1), (2, 3, 17, 5, 4), (1, 2, 130, 8, 3), (2, 1, 64, 1, 1)]
+
+
+@pytest.mark.parametrize("beta", BETAS)
+@pytest.mark.parametrize("gamma", GAMMAS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_causal_closed_form_equals_recurrence_equals_lra_kit(beta, gamma, shape):
+    B, H, N, D, M = shape
+    q, k, v = rand_qkv(B, H, N, D, M)
+    out = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
+    closed = naive_momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
+    recurrent = naive_momentum_recurrent(q, k, v, beta=beta, gamma=gamma)
+    assert_close(closed, recurrent, rtol=1e-9, atol=1e-9, msg="eq. 13 vs eq. 12")
+    assert_close(out, closed, rtol=1e-9, atol=1e-9, msg="lra_kit vs eq. 13")
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3, 0.99])
+@pytest.mark.parametrize("chunk_size", [1, 5, 64])
+def test_causal_any_chunk_size(beta, chunk_size):
+    q, k, v = rand_qkv(1, 2, 41, 4)
+    out = momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=True, chunk_size=chunk_size)
+    assert_close(out, naive_momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=True), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.6, 0.999])
+def test_steps_equal_parallel(beta):
+    B, H, N, D = 2, 2, 33, 4
+    q, k, v = rand_qkv(B, H, N, D)
+    parallel = momentum_attention(q, k, v, beta=beta, gamma=0.6, causal=True)
+    state, outs = None, []
+    for t in range(N):
+        out_t, state = momentum_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], state, beta=beta, gamma=0.6)
+        outs.append(out_t)
+        assert state.s.shape == state.m.shape == (B, H, D, D) and state.z.shape == (B, H, D)
+    assert_close(torch.stack(outs, 2), parallel, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_beta_zero_gamma_one_is_linear_attention(causal):
+    q, k, v = rand_qkv()
+    mask = right_padding_mask([17, 9], 17)
+    assert_close(
+        momentum_attention(q, k, v, beta=0.0, gamma=1.0, causal=causal, key_padding_mask=mask),
+        linear_attention(q, k, v, causal=causal, key_padding_mask=mask),
+    )
+
+
+@pytest.mark.parametrize("beta", BETAS)
+def test_noncausal_eq14_uses_each_sequence_true_length(beta):
+    B, H, N, D = 3, 2, 15, 4
+    lengths = [15, 8, 1]
+    q, k, v = rand_qkv(B, H, N, D)
+    mask = right_padding_mask(lengths, N)
+    out = momentum_attention(q, k, v, beta=beta, gamma=0.9, key_padding_mask=mask)
+    assert_close(out, naive_momentum_attention(q, k, v, beta=beta, gamma=0.9, key_padding_mask=mask))
+    for b, n in enumerate(lengths):  # a padded sequence gives what the unpadded one gives
+        alone = momentum_attention(q[b : b + 1, :, :n], k[b : b + 1, :, :n], v[b : b + 1, :, :n], beta=beta, gamma=0.9)
+        assert_close(out[b : b + 1, :, :n], alone)
+
+
+def test_causal_padding_and_future_leakage():
+    q, k, v = rand_qkv(2, 2, 40, 3)
+    mask = right_padding_mask([40, 25], 40)
+    out = momentum_attention(q, k, v, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
+    assert_close(out, naive_momentum_attention(q, k, v, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask))
+    q2, k2, v2 = (x.clone() for x in (q, k, v))
+    for x in (q2, k2, v2):
+        x[:, :, 20:] = torch.randn_like(x[:, :, 20:])
+    out2 = momentum_attention(q2, k2, v2, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
+    assert torch.equal(out[:, :, :20], out2[:, :, :20])
+
+
+def test_momentum_gradients_equal_autograd_through_oracle():
+    q, k, v = rand_qkv(2, 2, 150, 4, 3, requires_grad=True)  # crosses chunk boundaries
+    g = torch.randn(2, 2, 150, 3, dtype=torch.float64)
+    fast = torch.autograd.grad((momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True) * g).sum(), (q, k, v))
+    slow = torch.autograd.grad(
+        (naive_momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True) * g).sum(), (q, k, v)
+    )
+    for name, a, b in zip("qkv", fast, slow):
+        assert_close(a, b, rtol=1e-9, atol=1e-9, msg=f"grad {name}")
+
+
+@pytest.mark.parametrize("beta", [0.9, 0.99, 0.999])
+def test_float32_stable_for_beta_near_one(beta):
+    """Float32 keeps the accuracy of linear attention even where γ/(1−β)·(S − βD) would cancel."""
+    q, k, v = rand_qkv(1, 2, 1500, 16)
+    ref = naive_momentum_attention(q, k, v, beta=beta, gamma=1.0, causal=True)
+    out = momentum_attention(q.float(), k.float(), v.float(), beta=beta, gamma=1.0, causal=True)
+    assert torch.isfinite(out).all()
+    rel = (out.double() - ref).abs().max() / ref.abs().max()
+    assert rel < 1e-5, f"relative error {rel:.2e}"
+
+
+def test_authors_batched_differs_from_eq13_except_at_the_last_position():
+    q, k, v = rand_qkv(1, 2, 64, 4)
+    paper = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True)
+    authors = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True, compat="authors_batched")
+    assert_close(authors, naive_momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True, compat="authors_batched"))
+    assert_close(authors[:, :, -1], paper[:, :, -1])
+    assert (authors[:, :, :-1] - paper[:, :, :-1]).abs().max() > 1e-2
+
+
+def test_momentum_weights_formula():
+    lag = torch.arange(10, dtype=torch.float64)
+    w = momentum_weights(lag, 0.6, 0.9)
+    assert_close(w, 0.9 * (1 - 0.6 ** (lag + 1)) / (1 - 0.6))
+    assert_close(momentum_weights(lag, 0.0, 1.0), torch.ones(10, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    "beta, gamma, match",
+    [(1.0, 1.0, "beta"), (1.5, 1.0, "beta"), (-0.1, 1.0, "beta"), (0.5, 0.0, "gamma"), (0.5, -1.0, "gamma"),
+     (math.nan, 1.0, "beta"), (0.5, math.inf, "gamma"), (0.5, math.nan, "gamma")],
+)
+def test_invalid_beta_gamma(beta, gamma, match):
+    q, k, v = rand_qkv(1, 1, 4, 2)
+    with pytest.raises(ValueError, match=match):
+        momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
+    with pytest.raises(ValueError, match=match):
+        momentum_attention_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], beta=beta, gamma=gamma)
+
+
+def test_invalid_compat():
+    q, k, v = rand_qkv(1, 1, 4, 2)
+    with pytest.raises(ValueError, match="compat"):
+        momentum_attention(q, k, v, beta=0.5, compat="authors")
+
+
+# Adaptive momentum, eq. 18 ------------------------------------------------------------------
+
+
+def test_adaptive_momentum_formula_all_elements():
+    g_prev = torch.tensor([3.0, 4.0])  # norm 5
+    g = torch.tensor([3.0, 4.0 + 1.25])  # ‖g − g_prev‖ = 1.25
+    expected = (1 - math.sqrt(1.25 / 5)) ** 2
+    assert adaptive_momentum(g, g_prev).item() == pytest.approx(expected)
+    assert adaptive_momentum(g, g_prev).dim() == 0
+
+
+def test_adaptive_momentum_per_sample_and_bounds():
+    torch.manual_seed(0)
+    g_prev = torch.randn(8, 5, 6)
+    g = g_prev + torch.randn(8, 5, 6) * torch.logspace(-4, 1, 8)[:, None, None]
+    beta = adaptive_momentum(g, g_prev, delta=1e-3, dim=(1, 2))
+    assert beta.shape == (8, 1, 1)
+    assert (beta >= 0).all() and (beta <= 1 - 1e-3).all()
+    diff = (g - g_prev).flatten(1).norm(dim=1)
+    ref = ((1 - (diff / g_prev.flatten(1).norm(dim=1)).sqrt()) ** 2).clamp(0, 1 - 1e-3)
+    assert_close(beta.flatten(), ref, rtol=1e-6, atol=1e-7)
+    assert adaptive_momentum(g_prev, g_prev, delta=0.01).item() == pytest.approx(0.99)  # projected to 1 − δ
+    zero = torch.zeros(3)
+    assert torch.isfinite(adaptive_momentum(zero, zero)).all()
+
+
+def test_adaptive_momentum_invalid():
+    with pytest.raises(ValueError, match="delta"):
+        adaptive_momentum(torch.ones(2), torch.ones(2), delta=0.0)
+    with pytest.raises(ValueError, match="same shape"):
+        adaptive_momentum(torch.ones(2), torch.ones(3))

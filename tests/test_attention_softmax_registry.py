@@ -1,0 +1,72 @@
+"""Softmax attention (SDPA) against its explicit form, and the module registry's common interface."""
+import pytest
+import torch
+
+from attention_helpers import assert_close, rand_qkv, right_padding_mask
+from lra_kit.attention import ATTENTIONS, build_attention, softmax_attention
+from lra_kit.attention.naive import naive_softmax_attention
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("N", [1, 9, 33])
+def test_softmax_matches_explicit(causal, N):
+    q, k, v = rand_qkv(2, 2, N, 4)
+    mask = right_padding_mask([N, max(1, N - 4)], N)
+    for m in (None, mask):
+        assert_close(
+            softmax_attention(q, k, v, causal=causal, key_padding_mask=m),
+            naive_softmax_attention(q, k, v, causal=causal, key_padding_mask=m),
+        )
+
+
+def test_fully_padded_sequence_gives_zeros_not_nan():
+    q, k, v = rand_qkv(2, 1, 6, 3, requires_grad=True)
+    mask = right_padding_mask([6, 0], 6)
+    out = softmax_attention(q, k, v, key_padding_mask=mask)
+    assert torch.isfinite(out).all() and torch.all(out[1] == 0)
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all()
+
+
+OPTIONS = {"softmax": {}, "linear": {}, "momentum": {"beta": 0.6, "gamma": 0.9}, "luna": {}}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_registry_builds_every_attention_with_common_forward(name, dtype):
+    torch.manual_seed(0)
+    attn = build_attention(name, 16, 4, **OPTIONS[name]).to(dtype)
+    x = torch.randn(2, 11, 16, dtype=dtype)
+    p = torch.randn(1, 3, 16, dtype=dtype) if name == "luna" else None
+    mask = right_padding_mask([11, 6], 11)
+    y, p_out = attn(x, p, key_padding_mask=mask)
+    assert y.shape == x.shape and y.dtype == dtype and torch.isfinite(y).all()
+    if name == "luna":
+        assert p_out.shape == (2, 3, 16)
+    else:
+        assert p_out is None
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+def test_causal_modules_step_equals_forward(name):
+    torch.manual_seed(0)
+    attn = build_attention(name, 16, 2, causal=True, **OPTIONS[name]).double().eval()
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    p = torch.randn(1, 4, 16, dtype=torch.float64) if name == "luna" else None
+    y, _ = attn(x, p)
+    state, outs = None, []
+    for t in range(9):
+        y_t, state = attn.step(x[:, t], p, state)
+        outs.append(y_t)
+    assert_close(torch.stack(outs, 1), y)
+
+
+def test_registry_errors_name_the_valid_options():
+    with pytest.raises(ValueError, match="linear, luna, momentum, softmax"):
+        build_attention("performer", 16, 2)
+    with pytest.raises(TypeError, match="linear"):
+        build_attention("linear", 16, 2, beta=0.5)
+    with pytest.raises(ValueError, match="beta"):
+        build_attention("momentum", 16, 2, beta=1.0)
+    with pytest.raises(ValueError, match="divisible"):
+        build_attention("linear", 16, 3)
