@@ -93,11 +93,10 @@ class _Chunking:
         xy = x.transpose(-1, -2)
         if self.beta == 0.0:
             total = xy @ y  # (B, H, n_chunks, Dx, Dy)
-            if reverse:
-                s = torch.flip(torch.cumsum(torch.flip(total, [2]), 2), [2]) - total
-            else:
-                s = torch.cumsum(total, 2) - total
-            return s, None, None
+            inclusive = torch.cumsum(total, 2)
+            if reverse:  # Σ over later chunks = everything − Σ up to and including this one
+                return inclusive[:, :, -1:] - inclusive, None, None
+            return inclusive.sub_(total), None, None
         beta = self.beta
         # Distance of each position to the boundary its chunk shares with the chunks it reaches.
         far = self.from_start if reverse else self.to_end
@@ -120,9 +119,9 @@ def _forward(q, k, v, beta, chunk_size):
     out = scores.mul_(ch.intra) @ v
     if ch.n_chunks > 1:
         s, d, carry = ch.states(k, v, reverse=False)
-        out = out + q @ s
+        out += q @ s
         if d is not None:
-            out = out + carry * (q @ d)
+            out += carry * (q @ d)
     return ch.join(out).to(out_dtype)
 
 
@@ -137,25 +136,25 @@ def _backward(q, k, v, g, beta, chunk_size, needs):
         dq = gv @ k
         if ch.n_chunks > 1:
             s, d, carry = ch.states(k, v, reverse=False)  # Σ u k vᵀ, as in the forward pass
-            dq = dq + g @ s.transpose(-1, -2)
+            dq += g @ s.transpose(-1, -2)
             if d is not None:
-                dq = dq + carry * (g @ d.transpose(-1, -2))
+                dq += carry * (g @ d.transpose(-1, -2))
     if needs[1] or needs[2]:
         if ch.n_chunks > 1:
             s, d, carry = ch.states(g, q, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
         if needs[1]:
             dk = gv.transpose(-1, -2) @ q
             if ch.n_chunks > 1:
-                dk = dk + v @ s
+                dk += v @ s
                 if d is not None:
-                    dk = dk + carry * (v @ d)
+                    dk += carry * (v @ d)
         if needs[2]:
             qk = (q @ k.transpose(-1, -2)).mul_(ch.intra)
             dv = qk.transpose(-1, -2) @ g
             if ch.n_chunks > 1:
-                dv = dv + k @ s.transpose(-1, -2)
+                dv += k @ s.transpose(-1, -2)
                 if d is not None:
-                    dv = dv + carry * (k @ d.transpose(-1, -2))
+                    dv += carry * (k @ d.transpose(-1, -2))
     return tuple(None if t is None else ch.join(t) for t in (dq, dk, dv))
 
 

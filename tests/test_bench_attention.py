@@ -1,0 +1,33 @@
+"""The attention benchmark runs end to end and writes its table with provenance (no timing asserted here)."""
+import json
+
+from lra_kit.bench.attention import METHODS, format_table, main
+from lra_kit.cli import main as cli_main
+
+
+def test_benchmark_writes_json_with_provenance(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(["--lengths", "64", "96", "--repeats", "1", "--heads", "2", "--dim", "8", "--json", str(path)]) == 0
+    record = json.loads(path.read_text())
+    for key in ("metrics", "config", "scale", "steps", "seed", "wall_s", "device", "torch", "git_commit", "date"):
+        assert key in record
+    rows = record["metrics"]["rows"]
+    assert {(r["length"], r["method"]) for r in rows} == {(n, m) for n in (64, 96) for m in METHODS}
+    for r in rows:
+        assert r["median_s"] > 0
+        if r["method"] in ("linear_causal", "momentum_causal", "luna"):
+            assert r["speedup_vs_sdpa"] > 0
+    assert "speed" in capsys.readouterr().out
+
+
+def test_cli_bench_attention(capsys):
+    assert cli_main(["bench", "attention", "--lengths", "32", "--repeats", "1", "--dim", "4", "--methods", "sdpa_causal", "linear_causal"]) == 0
+    out = capsys.readouterr().out
+    assert "linear_causal" in out and "sdpa_causal" in out
+
+
+def test_format_table_handles_missing_memory():
+    row = {"length": 8, "method": "sdpa", "median_s": 1e-3, "spread_s": 0.0, "peak_bytes": None,
+           "speedup_vs_sdpa": None, "memory_vs_sdpa": None, "time_vs_linear": None}
+    text = format_table({"config": {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}, "rows": [row], "device": "cpu"})
+    assert "sdpa" in text
