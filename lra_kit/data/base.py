@@ -61,9 +61,11 @@ class SequenceClassificationDataset(TaskDataset):
 
     kind = "classification"
 
-    def __init__(self, sequences: Ragged, labels, **attrs):
+    def __init__(self, sequences: Ragged, labels, *, id_offset: int = 0, truncate: int | None = None, **attrs):
         super().__init__(**attrs)
         self.sequences = sequences
+        self.id_offset = id_offset  # stored values + id_offset = token ids (bytes are stored raw)
+        self.truncate = truncate
         self._labels = np.asarray(labels, dtype=np.int64)
         if len(self._labels) != len(sequences):
             raise ValueError("one label per sequence is required")
@@ -75,10 +77,12 @@ class SequenceClassificationDataset(TaskDataset):
         if not -len(self) <= index < len(self):
             raise IndexError(index)
         index %= len(self)
-        return torch.from_numpy(self.sequences[index].astype(np.int64)), int(self._labels[index])
+        ids = self.sequences[index][: self.truncate].astype(np.int64) + self.id_offset
+        return torch.from_numpy(ids), int(self._labels[index])
 
     def lengths(self) -> np.ndarray:
-        return self.sequences.lengths
+        lengths = self.sequences.lengths
+        return lengths if self.truncate is None else np.minimum(lengths, self.truncate)
 
     def labels(self) -> np.ndarray:
         return self._labels
@@ -89,24 +93,28 @@ class PairClassificationDataset(TaskDataset):
 
     kind = "retrieval"
 
-    def __init__(self, first: Ragged, second: Ragged, labels, **attrs):
+    def __init__(self, first: Ragged, second: Ragged, labels, *, id_offset: int = 0, truncate: int | None = None,
+                 **attrs):
         super().__init__(**attrs)
         self.first, self.second = first, second
+        self.id_offset, self.truncate = id_offset, truncate
         self._labels = np.asarray(labels, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._labels)
 
+    def _ids(self, ragged: Ragged, index: int) -> torch.Tensor:
+        return torch.from_numpy(ragged[index][: self.truncate].astype(np.int64) + self.id_offset)
+
     def __getitem__(self, index: int):
         if not -len(self) <= index < len(self):
             raise IndexError(index)
         index %= len(self)
-        pair = (torch.from_numpy(self.first[index].astype(np.int64)),
-                torch.from_numpy(self.second[index].astype(np.int64)))
-        return pair, int(self._labels[index])
+        return (self._ids(self.first, index), self._ids(self.second, index)), int(self._labels[index])
 
     def lengths(self) -> np.ndarray:
-        return np.stack([self.first.lengths, self.second.lengths], axis=1)
+        lengths = np.stack([self.first.lengths, self.second.lengths], axis=1)
+        return lengths if self.truncate is None else np.minimum(lengths, self.truncate)
 
     def labels(self) -> np.ndarray:
         return self._labels

@@ -128,7 +128,9 @@ LISTOPS_NANGIA_BOWMAN_TEST = DataFile(
 
 def fetch_command(name: str) -> str:
     """The command that puts bundle ``name`` in place (quoted in error messages)."""
-    return f"lra-kit data fetch {name}   (or point $LRA_KIT_DATA at a copy of ../shared/data)"
+    if name in ("mnist", "imdb", "cifar10"):  # these have offline copies in ../shared/data
+        return f"lra-kit data fetch {name}   (or point $LRA_KIT_DATA at a copy of ../shared/data)"
+    return f"lra-kit data fetch {name}"
 
 
 def fetch_names() -> tuple[str, ...]:

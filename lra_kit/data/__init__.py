@@ -1,0 +1,22 @@
+"""Data for every experiment: LRA's five tasks, the copy task, MNIST and CIFAR-10 (GUIDE §4).
+
+``load(task, split, *, scale=None, **options)`` returns a ``torch.utils.data.Dataset``
+with ``vocab_size``, ``num_classes``, ``max_length``, ``pad_id``, ``kind`` and ``metadata``;
+``collate`` (or ``dataset.collate``) pads a batch and builds ``key_padding_mask``.
+Original files are read from ``data_dir()`` (``$LRA_KIT_DATA``); generated and processed
+files go to ``cache_dir()`` (``$LRA_KIT_CACHE``). This package knows nothing of
+``lra_kit.models`` or ``lra_kit.train`` (GUIDE §8).
+"""
+from lra_kit.data.base import KINDS, TaskDataset, bind_collate
+from lra_kit.data.collate import collate
+from lra_kit.data.errors import ChecksumMismatchError, DataError, DataMissingError, DataUnreadableError
+from lra_kit.data.fetch import fetch
+from lra_kit.data.paths import cache_dir, data_dir
+from lra_kit.data.registry import LM_TASKS, LRA_TASKS, TASKS, load, options_of
+from lra_kit.data.splits import SPLITS
+
+__all__ = [
+    "TASKS", "LRA_TASKS", "LM_TASKS", "SPLITS", "KINDS", "load", "options_of", "collate", "bind_collate",
+    "TaskDataset", "data_dir", "cache_dir", "fetch",
+    "DataError", "DataMissingError", "ChecksumMismatchError", "DataUnreadableError",
+]

@@ -1,0 +1,100 @@
+"""``lra-kit data ...``: ``stats TASK``, ``fetch NAME``, ``generate {listops,pathfinder} --out DIR``.
+
+Registered by ``lra_kit/cli.py`` through ``add_parser(subparsers)``; each sub-command
+sets ``func(args) -> int``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lra_kit.scales import SCALES
+
+
+def _stats(args) -> int:
+    from lra_kit.data.errors import DataError
+    from lra_kit.data.stats import format_stats, task_stats
+
+    options = {}
+    if args.task == "pathfinder":
+        options["difficulty"] = args.difficulty
+    try:
+        stats = task_stats(args.task, scale=args.scale, **options)
+    except DataError as err:
+        print(f"{args.task}: not available\n{err}", file=sys.stderr)
+        return 1
+    print(format_stats(stats))
+    if args.task == "pathfinder":
+        from lra_kit.data import load
+        from lra_kit.data.pathfinder import sample_grid
+        from lra_kit.data.paths import cache_dir
+
+        dataset = load("pathfinder", "train", scale=args.scale, difficulty=args.difficulty)
+        n = min(24, len(dataset))
+        images = dataset.sequences.values[: n * 1024].reshape(n, 32, 32)
+        grid = Path(args.grid) if args.grid else cache_dir() / f"pathfinder_samples_{args.difficulty}.png"
+        sample_grid(images, dataset.labels()[:n], grid,
+                    title=f"Pathfinder-32 {args.difficulty} ({stats['metadata'].get('source')}), first {n} train images")
+        print(f"sample grid: {grid}")
+    return 0
+
+
+def _fetch(args) -> int:
+    from lra_kit.data.fetch import fetch
+
+    for path in fetch(args.name):
+        print(path)
+    return 0
+
+
+def _generate(args) -> int:
+    out = Path(args.out)
+    if args.what == "listops":
+        from lra_kit.data.listops import scale_config, write_generated
+
+        cfg = scale_config(args.scale, seed=args.seed)
+        info = write_generated(cfg, out, workers=args.workers)
+        print(f"wrote {out}/basic_{{train,val,test}}.tsv {info['sizes']} in {info['seconds']:.1f} s "
+              f"(seed {cfg.seed}, lengths {cfg.min_length} < L < {cfg.max_length})")
+    else:
+        from lra_kit.data.pathfinder import generate_layout
+
+        info = generate_layout(out, difficulty=args.difficulty, n=args.n, scale=args.scale, seed=args.seed,
+                               workers=args.workers)
+        print(f"wrote {info['n']:,} images to {info['folder']} in {info['total_s']:.1f} s "
+              f"(generation {info['generate_s']:.1f} s)")
+    return 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``data`` and its sub-commands on the top-level ``lra-kit`` parser."""
+    from lra_kit.data.pathfinder_generator import DIFFICULTIES
+    from lra_kit.data.registry import TASKS
+    from lra_kit.data.sources import fetch_names
+
+    data = subparsers.add_parser("data", help="datasets: statistics, downloads, generators")
+    commands = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+    data.set_defaults(func=lambda args: data.print_help() or 0)
+
+    stats = commands.add_parser("stats", help="split sizes, length percentiles, label balance")
+    stats.add_argument("task", choices=TASKS)
+    stats.add_argument("--scale", choices=SCALES, default=None, help="default: $LRA_KIT_SCALE or smoke")
+    stats.add_argument("--difficulty", choices=tuple(DIFFICULTIES), default="hard", help="pathfinder only")
+    stats.add_argument("--grid", default=None, help="pathfinder only: where to save the sample grid PNG")
+    stats.set_defaults(func=_stats)
+
+    fetch = commands.add_parser("fetch", help="download an official archive (sha256-checked, resumable)")
+    fetch.add_argument("name", choices=fetch_names())
+    fetch.set_defaults(func=_fetch)
+
+    generate = commands.add_parser("generate", help="write a generated set in the official LRA layout")
+    generate.add_argument("what", choices=("listops", "pathfinder"))
+    generate.add_argument("--out", required=True, help="output folder")
+    generate.add_argument("--scale", choices=SCALES, default=None, help="default: $LRA_KIT_SCALE or smoke")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    generate.add_argument("--difficulty", choices=tuple(DIFFICULTIES), default="hard", help="pathfinder only")
+    generate.add_argument("--n", type=int, default=None, help="pathfinder only: number of images (default by scale)")
+    generate.set_defaults(func=_generate)
+    return data
