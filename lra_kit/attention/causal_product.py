@@ -67,13 +67,6 @@ class _Chunking:
         if beta > 0.0 and self.n_chunks > 1:
             self.from_start = pos  # distance of a position from the start of its chunk
             self.to_end = (C - 1) - pos  # ... and to its end
-            c = torch.arange(self.n_chunks, device=device, dtype=dtype)
-            gap = C * (c[:, None] - c[None, :] - 1)  # chunk c' < c reaches chunk c across G = C(c − c' − 1)
-            earlier = gap >= 0
-            gap = gap.clamp(min=0)
-            self.to_s = torch.where(earlier, beta * momentum_lag_weights(gap - 1, beta), zero)
-            self.to_d = torch.where(earlier, torch.pow(torch.tensor(beta, dtype=dtype, device=device), gap), zero)
-            self.earlier = earlier.to(dtype)
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -97,14 +90,21 @@ class _Chunking:
             if reverse:  # Σ over later chunks = everything − Σ up to and including this one
                 return inclusive[:, :, -1:] - inclusive, None, None
             return inclusive.sub_(total), None, None
-        beta = self.beta
-        # Distance of each position to the boundary its chunk shares with the chunks it reaches.
+        beta, C = self.beta, self.C
+        # Each chunk's own contribution, seen from the boundary it shares with the chunks it reaches.
         far = self.from_start if reverse else self.to_end
         sigma = (xy * momentum_lag_weights(far, beta)) @ y
         delta = (xy * beta**far) @ y
-        A, S, D = (m.transpose(0, 1) if reverse else m for m in (self.earlier, self.to_s, self.to_d))
-        s = torch.einsum("xy,bhydm->bhxdm", A, sigma) + torch.einsum("xy,bhydm->bhxdm", S, delta)
-        d = torch.einsum("xy,bhydm->bhxdm", D, delta)
+        # The heavy-ball recurrence of eq. 12, one chunk at a time (all coefficients positive):
+        #   s ← s + σ + β·u(C−1)·d,    d ← β^C·d + δ.
+        s, d = torch.zeros_like(sigma), torch.zeros_like(delta)
+        step_s, step_d = beta * ((1.0 - beta**C) / (1.0 - beta)), beta**C
+        order = range(self.n_chunks - 2, -1, -1) if reverse else range(1, self.n_chunks)
+        for c in order:
+            prev = c + 1 if reverse else c - 1
+            torch.add(s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
+            s[:, :, c].add_(d[:, :, prev], alpha=step_s)
+            torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d, out=d[:, :, c])
         near = self.to_end if reverse else self.from_start
         carry = (beta * momentum_lag_weights(near, beta))[:, None]
         return s, d, carry

@@ -12,8 +12,10 @@ every per-position state S_i would take, the cost the custom gradient avoids.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime as _dt
 import json
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -48,7 +50,7 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def make_step(method: str, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int) -> Callable[[], None]:
+def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int) -> Callable[[], None]:
     """A closure running one forward+backward of ``method`` on fresh-gradient inputs."""
     gen = torch.Generator(device="cpu").manual_seed(N)
     if method == "luna":
@@ -79,6 +81,34 @@ def make_step(method: str, B: int, H: int, N: int, D: int, dtype, device, beta: 
     return step
 
 
+def _cpu_peaks(jobs, shape, progress):
+    """Peak memory of each job, in a process of its own (see :mod:`lra_kit.bench.measure`)."""
+    device = torch.device("cpu")
+    out = []
+    for N, method in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
+        step = make_step(method, N=N, device=device, **shape)
+        step()  # warm-up: one-time allocations are not the operation's
+        out.append(peak_memory(step, device))
+        del step
+    return out
+
+
+def measure_peaks(jobs, shape, device: torch.device, progress: bool):
+    """Peak memory per job. On a CPU this runs in a fresh process: the allocator settings that
+    make resident memory measurable (fixed mmap threshold) would slow the timed runs."""
+    if device.type == "cuda":
+        peaks = []
+        for N, method in jobs:
+            step = make_step(method, N=N, device=device, **shape)
+            step()
+            peaks.append(peak_memory(step, device))
+            del step
+        return peaks
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_cpu_peaks, jobs, shape, progress).result()
+
+
 def run(
     lengths=(1024, 2048, 4096, 8192), *, batch=1, heads=4, dim=64, dtype="float32", device=None,
     beta=0.6, luna_length=16, repeats=5, methods=METHODS, progress=True,
@@ -90,12 +120,15 @@ def run(
         raise ValueError(f"unknown methods {sorted(unknown)}; valid: {', '.join(METHODS)}")
     rows = []
     jobs = [(N, m) for N in lengths for m in methods]
-    for N, method in tqdm(jobs, desc="attention benchmark", disable=not progress):
-        step = make_step(method, batch, heads, N, dim, torch_dtype, device, beta, luna_length)
+    shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length)
+    for N, method in tqdm(jobs, desc="attention benchmark: time", disable=not progress):
+        step = make_step(method, N=N, device=device, **shape)
         seconds, spread = median_time(step, device, repeats=repeats)
-        peak = peak_memory(step, device)
-        rows.append({"length": N, "method": method, "median_s": seconds, "spread_s": spread, "peak_bytes": peak})
+        rows.append({"length": N, "method": method, "median_s": seconds, "spread_s": spread})
         del step
+    peaks = measure_peaks(jobs, shape, device, progress)
+    for row, peak in zip(rows, peaks):
+        row["peak_bytes"] = peak
     by = {(r["length"], r["method"]): r for r in rows}
     for r in rows:
         base = by.get((r["length"], BASELINE.get(r["method"], "")))

@@ -4,7 +4,8 @@ Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Lin
 process's resident-set high-water mark, reset before each measurement through
 ``/proc/self/clear_refs``. glibc is told to serve every allocation above 64 KiB with its own
 mmap (a fixed threshold turns off glibc's adaptive one), so freed tensors leave the resident
-set at once and the mark tracks what the operation itself needed.
+set at once and the mark tracks what the operation itself needed. That setting makes every
+large allocation a system call, so measure memory in a process that does no timing.
 """
 from __future__ import annotations
 
