@@ -1,0 +1,113 @@
+"""Causal language model for the copy task and pixel-by-pixel image generation.
+
+Katharopoulos et al. §4.1–4.2 and Nguyen et al. §4.1–4.2: tokens → causal Encoder → a
+distribution over the next token, either a softmax over the vocabulary or, for pixels, the
+discretized mixture of logistics (:mod:`lra_kit.models.mixture`). Training runs the parallel
+(causal-masked) form; :meth:`CausalLM.generate` runs the recurrent form — the RNN of
+Katharopoulos eqs. 16–20 for linear attention, Nguyen eq. 12 for momentum attention, the
+fixed-size state of causal Luna (Luna §3.3), a key/value cache for softmax — one position at
+a time with memory that does not grow (except softmax's cache). ``recurrent=False`` runs the
+parallel model on the growing prefix instead: the tests check both give the same tokens.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lra_kit.models.config import ModelConfig
+from lra_kit.models.embeddings import Embeddings
+from lra_kit.models.layers import Encoder
+from lra_kit.models.mixture import N_BINS, logistic_mixture_log_pmf
+
+
+class CausalLM(nn.Module):
+    """``forward(input_ids, key_padding_mask=None)`` → next-token log-probabilities (batch, n, vocab)."""
+
+    def __init__(self, cfg: ModelConfig, *, vocab_size: int, max_length: int, pad_id: int = 0):
+        super().__init__()
+        cfg.validate()
+        if cfg.output == "logistic_mixture" and vocab_size != N_BINS:
+            raise ValueError(f"output='logistic_mixture' models 8-bit pixels (vocab_size {N_BINS}), got {vocab_size}")
+        self.cfg, self.vocab_size, self.max_length = cfg, vocab_size, max_length
+        self.embed = Embeddings(cfg, max(vocab_size, pad_id + 1), max_length)
+        self.encoder = Encoder(cfg, causal=True)
+        n_out = vocab_size if cfg.output == "softmax" else 3 * cfg.mixture_components
+        self.head = nn.Linear(cfg.d_model, n_out)
+
+    def log_probs(self, h: torch.Tensor) -> torch.Tensor:
+        """Hidden states (…, d) → log P(next token) (…, vocab), in float32."""
+        out = self.head(h)
+        if self.cfg.output == "logistic_mixture":
+            return logistic_mixture_log_pmf(out, self.cfg.mixture_components)
+        return F.log_softmax(out.float(), dim=-1)
+
+    def forward(self, input_ids: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        h, _ = self.encoder(self.embed(input_ids), key_padding_mask)
+        return self.log_probs(h)
+
+    def loss_terms(self, input_ids, key_padding_mask=None, loss_mask=None) -> dict:
+        """Sums over the predicted tokens: position t predicts token t+1 wherever that token is real
+        (and marked by ``loss_mask``, e.g. the copy task's second copy). Returns ``nll`` (nats),
+        ``correct`` (argmax = target) and ``count`` so that means can be reduced across batches/ranks."""
+        log_p = self(input_ids, key_padding_mask)[:, :-1]
+        target = input_ids[:, 1:]
+        keep = torch.ones_like(target, dtype=torch.bool)
+        if key_padding_mask is not None:
+            keep &= ~key_padding_mask[:, 1:]
+        if loss_mask is not None:
+            keep &= loss_mask[:, 1:]
+        nll = -log_p.gather(-1, target.clamp(0, log_p.shape[-1] - 1)[..., None])[..., 0]
+        keep_f = keep.to(nll.dtype)
+        return {"nll": (nll * keep_f).sum(), "correct": ((log_p.argmax(-1) == target) & keep).sum(),
+                "count": keep.sum()}
+
+    def _choose(self, log_p: torch.Tensor, greedy: bool, temperature: float, generator) -> torch.Tensor:
+        if greedy:
+            return log_p.argmax(-1)
+        probs = torch.softmax(log_p / temperature, dim=-1)
+        return torch.multinomial(probs, 1, generator=generator)[:, 0]
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, greedy: bool = False, temperature: float = 1.0,
+                 generator: Optional[torch.Generator] = None, recurrent: bool = True) -> torch.Tensor:
+        """Continue ``prompt`` (batch, n0 ≥ 1) by ``max_new_tokens`` tokens; returns (batch, n0 + new).
+
+        ``recurrent=True`` steps the recurrent forms (constant memory per step for linear,
+        momentum and Luna; a key/value cache for softmax); ``recurrent=False`` re-runs the
+        parallel model on the whole prefix at every step (the O(n²) reference).
+        """
+        if prompt.dim() != 2 or prompt.shape[1] < 1:
+            raise ValueError(f"prompt must have shape (batch, n0 >= 1), got {tuple(prompt.shape)}")
+        if prompt.shape[1] + max_new_tokens > self.max_length:
+            raise ValueError(f"prompt length + max_new_tokens must be <= max_length={self.max_length}")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        was_training = self.training
+        self.eval()
+        try:
+            tokens = prompt
+            if not recurrent:
+                for _ in range(max_new_tokens):
+                    nxt = self._choose(self(tokens)[:, -1], greedy, temperature, generator)
+                    tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+                return tokens
+            states, x = None, self.embed(prompt)
+            for t in range(prompt.shape[1]):
+                h, states = self.encoder.step(x[:, t], states)
+            for i in range(max_new_tokens):
+                nxt = self._choose(self.log_probs(h), greedy, temperature, generator)
+                tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+                if i + 1 < max_new_tokens:
+                    h, states = self.encoder.step(self.embed(nxt[:, None], offset=tokens.shape[1] - 1)[:, 0], states)
+            return tokens
+        finally:
+            self.train(was_training)
+
+
+def bits_per_dim(nll_nats: float, count: int) -> float:
+    """Mean negative log-likelihood per predicted value, in bits (nats / ln 2)."""
+    return nll_nats / max(count, 1) / math.log(2.0)

@@ -1,0 +1,182 @@
+"""Transformer and Luna layers, and the stack that threads the momentum connection through them.
+
+Connections between a layer's input x_ℓ and its attention output V̂_ℓ (Nguyen et al. §3.2):
+
+* ``residual``  — x_ℓ + V̂_ℓ (Vaswani et al.; Nguyen eq. 4).
+* ``momentum``  — x_ℓ + γ̃·V̂_ℓ + β̃·(x_ℓ − x_{ℓ−1}), eq. 15 read as one heavy-ball step
+  (eq. 9) over depth with ∇f ≈ −V̂_ℓ (GUIDE §6). x_{ℓ−1} is the *input of the previous layer*; for
+  the first layer x_0 := x_1, so its momentum term is 0. γ̃ is Table 1's "stepsize in momentum
+  connection", β̃ its "momentum in momentum connection". β̃ = 0, γ̃ = 1 is the residual.
+* ``adaptive``  — the same with β̃ replaced by eq. 18,
+  β̃_ℓ = proj_[0,1−δ]((1 − sqrt(‖V̂_ℓ − V̂_{ℓ−1}‖ / ‖V̂_{ℓ−1}‖))²)  (∇f ≈ −V̂; the sign cancels).
+  The norms run over the features of each position (``adaptive_over="token"``, one β̃ per
+  sample and position — the authors' code, and the only choice that keeps a causal model
+  causal) or over all real (non-padding) positions and features of a sample
+  (``adaptive_over="sample"``, one β̃ per sample; encoders only). The first layer has no
+  V̂_{ℓ−1} and uses β̃ = 0. β̃ is treated as a coefficient (detached), as a heavy-ball momentum
+  is not differentiated through.
+
+"the rest of the layer" f of eq. 15 is the LayerNorm/FFN part: pre-LN (the LRA code of the
+Momentum paper, notes §4) x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna,
+fast-transformers) x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import torch
+import torch.nn as nn
+
+from lra_kit.attention import adaptive_momentum, build_attention
+from lra_kit.models.config import ModelConfig, attention_kwargs
+
+
+class Carry(NamedTuple):
+    """What a layer passes to the next for the momentum connection: its input x_ℓ and its V̂_ℓ."""
+
+    x: Optional[torch.Tensor] = None
+    v_hat: Optional[torch.Tensor] = None
+
+
+class FeedForward(nn.Sequential):
+    """Linear → activation → dropout → Linear → dropout (the position-wise FFN)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str):
+        act = nn.GELU() if activation == "gelu" else nn.ReLU()
+        super().__init__(nn.Linear(d_model, d_ff), act, nn.Dropout(dropout), nn.Linear(d_ff, d_model), nn.Dropout(dropout))
+
+
+class TransformerLayer(nn.Module):
+    """Attention + FFN with a residual, momentum or adaptive-momentum connection (see the module docstring)."""
+
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+        super().__init__()
+        if cfg.connection == "adaptive" and cfg.adaptive_over == "sample" and causal:
+            raise ValueError("adaptive_over='sample' lets each position see the whole sample; a causal model "
+                             "needs adaptive_over='token'")
+        self.cfg = cfg
+        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def momentum_beta(self, v_hat: torch.Tensor, carry: Carry, keep: Optional[torch.Tensor]):
+        """β̃ of this layer: a constant, or eq. 18 from V̂_ℓ and V̂_{ℓ−1} (detached)."""
+        cfg = self.cfg
+        if cfg.connection == "momentum":
+            return cfg.connection_beta
+        if carry.v_hat is None:
+            return 0.0
+        now, before = v_hat.detach(), carry.v_hat.detach()
+        if cfg.adaptive_over == "token":
+            return adaptive_momentum(now, before, delta=cfg.adaptive_delta, dim=-1)
+        if keep is not None:  # padding must not count in a per-sample norm
+            now, before = now * keep, before * keep
+        return adaptive_momentum(now, before, delta=cfg.adaptive_delta, dim=tuple(range(1, now.dim())))
+
+    def connect(self, x: torch.Tensor, v_hat: torch.Tensor, carry: Carry, keep=None) -> torch.Tensor:
+        """h = x + V̂ (residual), or x + γ̃·V̂ + β̃·(x − x_prev) (eq. 15, GUIDE §6)."""
+        if self.cfg.connection == "residual":
+            return x + v_hat
+        h = x + self.cfg.connection_gamma * v_hat
+        if carry.x is not None:
+            h = h + self.momentum_beta(v_hat, carry, keep) * (x - carry.x)
+        return h
+
+    def _finish(self, x, v_hat, carry, keep):
+        v_hat = self.drop(v_hat)
+        h = self.connect(x, v_hat, carry, keep)
+        if self.cfg.norm == "pre":
+            out = h + self.ff(self.norm2(h))
+        else:
+            h = self.norm1(h)
+            out = self.norm2(h + self.ff(h))
+        return out, Carry(x, v_hat)
+
+    def forward(self, x, carry: Carry = Carry(), p: Any = None, key_padding_mask=None):
+        """(batch, n, d) → (x_{ℓ+1}, carry for the next layer, p unchanged)."""
+        v_hat, p = self.attn(self.norm1(x) if self.cfg.norm == "pre" else x, p, key_padding_mask)
+        keep = None if key_padding_mask is None else (~key_padding_mask)[..., None].to(x.dtype)
+        out, carry = self._finish(x, v_hat, carry, keep)
+        return out, carry, p
+
+    def step(self, x_t, carry: Carry = Carry(), state: Any = None):
+        """One position (batch, d) of a causal layer, with the attention's recurrent/cached state."""
+        v_hat, state = self.attn.step(self.norm1(x_t) if self.cfg.norm == "pre" else x_t, None, state)
+        out, carry = self._finish(x_t, v_hat, carry, None)
+        return out, carry, state
+
+
+class LunaLayer(nn.Module):
+    """A Luna layer carrying (x, p), post-LN (Luna eq. 6; official code, notes §3).
+
+        Y_X, Y_P = LunaAttn(X, P)
+        X' = LN(X + Y_X),   X'' = LN(X' + FFN(X'))
+        P' = LN_p(P + Y_P)            (its own LayerNorm; no FFN on P)
+
+    Causal (decoder-only, Luna §3.3): P must not see X, so each layer owns a learned P
+    (``self.p``, l × d) and the P that comes in is ignored; nothing is packed forward.
+    """
+
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+        super().__init__()
+        self.cfg, self.causal = cfg, causal
+        self.attn = build_attention("luna", cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
+        self.norm1, self.norm2, self.norm_p = (nn.LayerNorm(cfg.d_model) for _ in range(3))
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.drop = nn.Dropout(cfg.dropout)
+        if causal:
+            self.p = nn.Parameter(torch.randn(cfg.luna_length, cfg.d_model) * cfg.d_model ** -0.5)
+
+    def _finish(self, x, y_x):
+        x = self.norm1(x + self.drop(y_x))
+        return self.norm2(x + self.ff(x))
+
+    def forward(self, x, carry: Carry = Carry(), p=None, key_padding_mask=None):
+        if self.causal:
+            p = self.p[None]
+        y_x, y_p = self.attn(x, p, key_padding_mask)
+        x = self._finish(x, y_x)
+        if y_p is not None:
+            p = self.norm_p(p + self.drop(y_p))
+        return x, carry, p
+
+    def step(self, x_t, carry: Carry = Carry(), state: Any = None):
+        y_t, state = self.attn.step(x_t, self.p[None], state)
+        return self._finish(x_t, y_t), carry, state
+
+
+class Encoder(nn.Module):
+    """N layers (+ the final LayerNorm); the momentum carry and Luna's P flow from layer to layer.
+
+    Non-causal Luna starts from a learned P (``p0``, l × d; Luna §3, "initial P as learned
+    embeddings", N(0, d^−½) like the official ``projected_embeddings``).
+    """
+
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+        super().__init__()
+        cfg.validate()
+        self.cfg, self.causal = cfg, causal
+        Layer = LunaLayer if cfg.attention == "luna" else TransformerLayer
+        self.layers = nn.ModuleList(Layer(cfg, causal=causal) for _ in range(cfg.layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.final_norm else nn.Identity()
+        self.p0 = None
+        if cfg.attention == "luna" and not causal:
+            self.p0 = nn.Parameter(torch.randn(cfg.luna_length, cfg.d_model) * cfg.d_model ** -0.5)
+            self.p_drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None):
+        """(batch, n, d) → (x, p): p is the final packed sequence for non-causal Luna, else None."""
+        p = None if self.p0 is None else self.p_drop(self.p0.expand(x.shape[0], -1, -1))
+        carry = Carry()
+        for layer in self.layers:
+            x, carry, p = layer(x, carry, p, key_padding_mask)
+        return self.final_norm(x), p
+
+    def step(self, x_t: torch.Tensor, states: Optional[list] = None):
+        """One position through every layer: states[ℓ] is layer ℓ's attention state (None at start)."""
+        states = [None] * len(self.layers) if states is None else list(states)
+        carry = Carry()
+        for i, layer in enumerate(self.layers):
+            x_t, carry, states[i] = layer.step(x_t, carry, states[i])
+        return self.final_norm(x_t), states

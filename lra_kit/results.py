@@ -1,0 +1,67 @@
+"""Results files (GUIDE §4): one JSON per run with the metrics and everything needed to trust them.
+
+Keys: ``metrics``, ``config``, ``scale``, ``steps``, ``seed``, ``wall_s``, ``device``
+(e.g. "NVIDIA H200" or "cpu"), ``torch``, ``git_commit``, ``date`` — plus any extras
+(e.g. ``curves``, the loss/accuracy curves of the run).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+from typing import Any, Optional
+
+import torch
+
+REQUIRED_KEYS = ("metrics", "config", "scale", "steps", "seed", "wall_s", "device", "torch", "git_commit", "date")
+
+
+def device_name(device: Any = None) -> str:
+    """A human name for the device: the GPU's name on CUDA, else ``"cpu"``."""
+    device = torch.device(device) if device is not None else None
+    if device is not None and device.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(device)
+    return "cpu" if device is None or device.type == "cpu" else str(device)
+
+
+def git_commit(path: Optional[str] = None) -> Optional[str]:
+    """The commit of the repository holding ``path`` (this package by default), with ``-dirty`` if modified."""
+    cwd = path or os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty else "")
+
+
+def make_results(*, metrics: dict, config: dict, scale: str, steps: int, seed: int, wall_s: float, device: Any,
+                 **extra) -> dict:
+    """The results record with the keys of GUIDE §4 (and ``extra`` after them)."""
+    record = {"metrics": metrics, "config": config, "scale": scale, "steps": int(steps), "seed": int(seed),
+              "wall_s": round(float(wall_s), 3), "device": device_name(device), "torch": torch.__version__,
+              "git_commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    record.update(extra)
+    return record
+
+
+def write_results(record: dict, path: str) -> str:
+    """Write ``record`` as indented JSON (atomically), checking the GUIDE §4 keys are there."""
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise ValueError(f"results record misses keys {missing}")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_results(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)

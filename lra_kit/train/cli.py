@@ -1,0 +1,172 @@
+"""``lra-kit train | eval | generate``: the training layer's sub-commands (wired by lra_kit/cli.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+
+TRAIN_EXAMPLES = """examples:
+  lra-kit train --task listops --attention momentum --scale smoke
+  lra-kit train --task copy --attention linear --scale book --out runs/copy-linear
+  lra-kit train --task copy --attention momentum --connection adaptive --scale paper --device cuda --record copy-task
+  lra-kit train --task text --attention luna --set model.layers=4 --set optim.lr=3e-4
+  torchrun --nproc_per_node 2 -m lra_kit train --task listops --attention linear --scale smoke
+
+Running the same command again on an existing run directory resumes it from its checkpoint.
+"""
+
+
+def _train(args) -> int:
+    from lra_kit.scales import get_scale
+    from lra_kit.train.configs import apply_overrides, get_config, load_config_file, merge_dict
+    from lra_kit.train.trainer import Trainer, default_run_dir
+
+    file_values = load_config_file(args.config) if args.config else {}
+    task = args.task or file_values.get("task")
+    attention = args.attention or file_values.get("attention")
+    if task is None or attention is None:
+        raise SystemExit("lra-kit train: --task and --attention are required (or a --config file that names them)")
+    scale = get_scale(args.scale or file_values.get("scale"))
+    connection = args.connection or file_values.get("connection", "residual")
+    cfg = get_config(task, attention, scale, connection)
+    merge_dict(cfg, {k: v for k, v in file_values.items() if k not in ("task", "attention", "scale", "connection")})
+    apply_overrides(cfg, args.set)
+    out = args.out or default_run_dir(cfg)
+    trainer = Trainer(cfg, out, device=args.device, record=args.record, record_dir=args.record_dir,
+                      progress=not args.no_progress)
+    try:
+        trainer.run()
+    finally:
+        from lra_kit.train.distributed import cleanup
+
+        cleanup(trainer.dist)
+    return 0
+
+
+def _load_run(run_dir: str, device: str):
+    from lra_kit.train.configs import from_dict
+    from lra_kit.train.trainer import Trainer
+
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"{run_dir} is not a run directory (no config.json); train one with `lra-kit train`")
+    with open(path) as f:
+        cfg = from_dict(json.load(f))
+    trainer = Trainer(cfg, run_dir, device=device, progress=False)
+    from lra_kit.train.checkpoint import load_checkpoint
+
+    for name in ("best.pt", "checkpoint.pt"):
+        if os.path.exists(os.path.join(run_dir, name)):
+            trainer.model.load_state_dict(load_checkpoint(os.path.join(run_dir, name))["model"])
+            return trainer, name
+    raise SystemExit(f"{run_dir} has no checkpoint yet")
+
+
+def _eval(args) -> int:
+    trainer, which = _load_run(args.run_dir, args.device)
+    metrics = trainer.evaluate(args.split)
+    print(json.dumps({"run_dir": args.run_dir, "checkpoint": which, "split": args.split,
+                      "scale": trainer.cfg.scale, **metrics}, indent=2))
+    return 0
+
+
+def _generate(args) -> int:
+    import torch
+
+    trainer, which = _load_run(args.run_dir, args.device)
+    cfg, model = trainer.cfg, trainer.model
+    if trainer.kind != "lm":
+        raise SystemExit(f"generate needs a language-model task (copy, mnist, cifar10), not {cfg.task!r}")
+    test = trainer.datasets["test"]
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)
+    items = [test[i] for i in range(min(args.n, len(test)))]
+    if cfg.task == "copy":  # prompt "0 w 0", generate |w| tokens, compare with w
+        correct = total = 0
+        for ids in items:
+            n = (len(ids) - 2) // 2
+            prompt = ids[: n + 2][None].to(trainer.device)
+            out = model.generate(prompt, n, greedy=True)[0, n + 2:].cpu()
+            correct += int((out == ids[n + 2:]).sum())
+            total += n
+            if args.show > 0:
+                args.show -= 1
+                print(f"w={ids[1:n + 1].tolist()}\n  -> {out.tolist()}")
+        print(json.dumps({"run_dir": args.run_dir, "checkpoint": which, "scale": cfg.scale, "samples": len(items),
+                          "copy_accuracy": correct / max(total, 1)}, indent=2))
+        return 0
+    prompt = torch.stack([ids[: args.prompt] for ids in items]).to(trainer.device)
+    length = test.max_length
+    out = model.generate(prompt, length - args.prompt, temperature=args.temperature, generator=gen).cpu()
+    path = args.out or os.path.join(args.run_dir, "samples.png")
+    save_image_grid(out, path, channels=3 if cfg.task == "cifar10" else 1)
+    print(f"[lra-kit] wrote {len(items)} samples ({cfg.task}, scale={cfg.scale}, prompt={args.prompt} pixels) to {path}")
+    return 0
+
+
+def save_image_grid(pixels, path: str, *, channels: int = 1, columns: int = 0) -> None:
+    """Write (n, H·W·channels) 8-bit pixel sequences as one PNG grid."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    arr = pixels.clamp(0, 255).to(dtype=torch.uint8).numpy()
+    n = arr.shape[0]
+    side = int(round(math.sqrt(arr.shape[1] // channels)))
+    images = arr.reshape(n, side, side, channels)
+    cols = columns or int(math.ceil(math.sqrt(n)))
+    rows = int(math.ceil(n / cols))
+    grid = np.zeros((rows * (side + 2), cols * (side + 2), channels), dtype=np.uint8)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        grid[r * (side + 2) + 1: r * (side + 2) + 1 + side, c * (side + 2) + 1: c * (side + 2) + 1 + side] = images[i]
+    Image.fromarray(grid[..., 0] if channels == 1 else grid).save(path)
+
+
+def add_parser(subparsers) -> None:
+    from lra_kit.attention import ATTENTIONS
+    from lra_kit.models.config import CONNECTIONS
+    from lra_kit.scales import SCALES
+    from lra_kit.train.configs import TASKS
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser("train", help="train a model on a task (resumes an existing run directory)",
+                              description="Train one task × attention × scale; the config is printed and saved "
+                                          "in the run directory with the checkpoints, the JSONL log and results.json.",
+                              epilog=TRAIN_EXAMPLES, formatter_class=fmt)
+    p.add_argument("--task", choices=TASKS)
+    p.add_argument("--attention", choices=sorted(ATTENTIONS))
+    p.add_argument("--scale", choices=SCALES, help="smoke | book | paper (default: $LRA_KIT_SCALE or smoke)")
+    p.add_argument("--connection", choices=CONNECTIONS,
+                   help="residual (default), momentum (eq. 15) or adaptive (eq. 18) connection, β̃/γ̃ from Table 1")
+    p.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<task>-<attention>-<scale>)")
+    p.add_argument("--config", metavar="FILE", help="a JSON config (full, e.g. a run's config.json, or partial)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set model.layers=4 (repeatable)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument("--record", metavar="NAME", help="also write results to results/NAME/<run name>.json (full runs)")
+    p.add_argument("--record-dir", default="results", help="where --record writes (default results/)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_train)
+
+    p = subparsers.add_parser("eval", help="evaluate a run's best checkpoint",
+                              epilog="example:\n  lra-kit eval runs/listops-momentum-smoke --split test",
+                              formatter_class=fmt)
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--split", default="test", choices=("train", "val", "test"))
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=_eval)
+
+    p = subparsers.add_parser("generate", help="sample from a trained causal LM (PNG grid for image tasks)",
+                              epilog="examples:\n  lra-kit generate runs/mnist-linear-book --n 16\n"
+                                     "  lra-kit generate runs/copy-momentum-book --show 3", formatter_class=fmt)
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--n", type=int, default=16, help="number of samples")
+    p.add_argument("--prompt", type=int, default=1, help="image tasks: pixels of test images given as the prompt")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--show", type=int, default=3, help="copy task: print this many examples")
+    p.add_argument("--out", help="PNG path (default RUN_DIR/samples.png)")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=_generate)
+

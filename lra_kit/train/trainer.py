@@ -1,0 +1,408 @@
+"""The training loop: one run directory, resumable bit for bit, single process or DDP.
+
+    RUN_DIR/config.json     the ExperimentConfig (also printed at the start)
+    RUN_DIR/checkpoint.pt   the latest state (atomic; see lra_kit.train.checkpoint)
+    RUN_DIR/best.pt         the model with the best dev metric so far
+    RUN_DIR/log.jsonl       one JSON line per train log / evaluation / test
+    RUN_DIR/results.json    GUIDE §4 keys + the curves (written at the end)
+
+Data order is a function of (seed, epoch) only: epoch e visits a permutation drawn from a
+generator seeded with (seed, e), in global batches of ``data.batch_size``; rank r of N takes
+its slice of every batch, split further into ``train.accumulate`` micro-batches. The
+position (epoch, batches done) is checkpointed, so a restarted run reads exactly the
+batches the killed run would have read, and dropout draws from the restored RNG states.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import time
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from lra_kit.models import build_model, bits_per_dim
+from lra_kit.results import make_results, write_results
+from lra_kit.train.checkpoint import atomic_save, atomic_write_text, load_checkpoint, rng_state, set_rng_state
+from lra_kit.train.configs import ExperimentConfig, format_config
+from lra_kit.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, local_device
+from lra_kit.train.schedules import build_scheduler
+
+PIXEL_TASKS = ("mnist", "cifar10")
+
+
+def default_run_dir(cfg: ExperimentConfig) -> str:
+    return os.path.join("runs", cfg.name)
+
+
+class TaskLoss(nn.Module):
+    """The model plus its task's loss, so DDP and torch.compile see one ``forward``.
+
+    Returns the mean loss to back-propagate and the sums (loss, correct, count) to report:
+    cross-entropy over examples for classification/retrieval; for language modelling the
+    next-token NLL over the predicted tokens (``loss_mask`` respected).
+    """
+
+    def __init__(self, model: nn.Module, kind: str):
+        super().__init__()
+        self.model, self.kind = model, kind
+
+    def forward(self, batch: dict) -> dict:
+        if self.kind == "lm":
+            t = self.model.loss_terms(batch["input_ids"], batch.get("key_padding_mask"), batch.get("loss_mask"))
+            return {"loss": t["nll"] / t["count"].clamp_min(1), "loss_sum": t["nll"].detach(),
+                    "correct": t["correct"], "count": t["count"]}
+        labels = batch["labels"]
+        logits = self.model(**{k: v for k, v in batch.items() if k != "labels"}).float()
+        ce = F.cross_entropy(logits, labels, reduction="sum")
+        return {"loss": ce / labels.numel(), "loss_sum": ce.detach(), "correct": (logits.argmax(-1) == labels).sum(),
+                "count": torch.tensor(labels.numel(), device=labels.device)}
+
+
+class EpochBatches:
+    """The batches of one epoch from ``start`` on: lists of indices for this rank (a ``batch_sampler``)."""
+
+    def __init__(self, n: int, *, seed: int, epoch: int, global_batch: int, micro: int, rank: int, world: int,
+                 start: int = 0):
+        g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+        self.perm = torch.randperm(n, generator=g).tolist()
+        self.global_batch, self.micro, self.rank, self.world, self.start = global_batch, micro, rank, world, start
+        self.batches = n // global_batch  # drop_last, so every step sees a full batch
+
+    def __iter__(self):
+        per_rank = self.global_batch // self.world
+        for b in range(self.start, self.batches):
+            mine = self.perm[b * self.global_batch + self.rank * per_rank:][:per_rank]
+            for m in range(0, per_rank, self.micro):
+                yield mine[m:m + self.micro]
+
+    def __len__(self) -> int:
+        return (self.batches - self.start) * (self.global_batch // self.world // self.micro)
+
+
+def _to(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _load_datasets(cfg: ExperimentConfig, splits=("train", "val", "test")) -> dict:
+    from lra_kit import data
+
+    return {s: data.load(cfg.task, s, scale=cfg.scale, **cfg.data.options) for s in splits}
+
+
+class Trainer:
+    """``Trainer(cfg, out_dir).run()`` trains, evaluates, tests and writes ``results.json``.
+
+    ``datasets`` (``{"train", "val", "test"}``) replaces ``lra_kit.data.load`` (tests);
+    ``record`` also writes the results to ``results/<record>/<cfg.name>.json``;
+    ``stop_after`` stops (as if killed, without a checkpoint) after that many updates — for tests.
+    """
+
+    def __init__(self, cfg: ExperimentConfig, out_dir: Optional[str] = None, *, device: str = "auto",
+                 datasets: Optional[dict] = None, record: Optional[str] = None, record_dir: str = "results",
+                 progress: bool = True, stop_after: Optional[int] = None, log=print):
+        cfg.model.validate()
+        self.cfg, self.out_dir = cfg, out_dir or default_run_dir(cfg)
+        self.record, self.record_dir, self.stop_after = record, record_dir, stop_after
+        self.dist: DistInfo = init_distributed(torch.device("cuda" if device.startswith("cuda") or
+                                                             (device == "auto" and torch.cuda.is_available()) else "cpu"))
+        self.device = local_device(device, self.dist)
+        self.progress = progress and self.dist.is_main
+        self._log = log if self.dist.is_main else (lambda *a, **k: None)
+        t = cfg.train
+        per_rank = cfg.data.batch_size // self.dist.world_size
+        if cfg.data.batch_size % (self.dist.world_size * t.accumulate):
+            raise ValueError(f"data.batch_size={cfg.data.batch_size} must be divisible by world_size × accumulate "
+                             f"= {self.dist.world_size} × {t.accumulate}")
+        self.micro = per_rank // t.accumulate
+        # Per-rank seeds give the ranks different dropout masks; the initial weights are rank 0's (DDP
+        # broadcasts them) and the data order depends on t.seed only. (Resume restores rank 0's RNG on
+        # every rank, so bit-identical resume is promised for single-process runs.)
+        self._seed_everything(t.seed + self.dist.rank)
+        self.datasets = datasets if datasets is not None else _load_datasets(cfg)
+        train = self.datasets["train"]
+        if len(train) < cfg.data.batch_size:
+            raise ValueError(f"the train split has {len(train)} examples, fewer than data.batch_size={cfg.data.batch_size}")
+        self.kind = train.kind
+        self.model = build_model(cfg.model, kind=train.kind, vocab_size=train.vocab_size, max_length=train.max_length,
+                                 num_classes=train.num_classes, pad_id=train.pad_id).to(self.device)
+        self.task_loss = TaskLoss(self.model, self.kind)
+        self.train_module: nn.Module = self.task_loss
+        self.ddp = None
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            # Luna's last layer updates a P that no loss reads (unless pooling="p_mean"): its LayerNorm gets no grad.
+            self.ddp = self.train_module = DDP(self.task_loss, device_ids=ids,
+                                               find_unused_parameters=cfg.model.attention == "luna")
+        if t.compile:
+            self.train_module = torch.compile(self.train_module)
+        self.optimizer = self._optimizer()
+        self.scheduler = build_scheduler(self.optimizer, cfg.optim, t.steps)
+        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "wall_s": 0.0,
+                      "curves": {"train": [], "val": []}, "window": [0.0, 0.0, 0.0, 0, 0.0]}
+
+    # -- set-up ---------------------------------------------------------------------------------
+    @staticmethod
+    def _seed_everything(seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        o = self.cfg.optim
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if o.name == "adamw":
+            return torch.optim.AdamW(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay)
+        if o.name == "adam":  # fairseq's Adam decouples weight decay too
+            return torch.optim.AdamW(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay)
+        if o.name == "radam":  # the RAdam of Liu et al. as the papers' code uses it (decoupled weight decay)
+            return torch.optim.RAdam(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay,
+                                     decoupled_weight_decay=True)
+        raise ValueError(f"optim.name must be one of ('adamw', 'adam', 'radam'), got {o.name!r}")
+
+    def _autocast(self):
+        if self.cfg.train.amp and self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _loader(self, dataset, batch_sampler) -> DataLoader:
+        # A private generator: creating a loader must not consume the global RNG (bit-exact resume).
+        return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=dataset.collate,
+                          num_workers=self.cfg.data.num_workers, pin_memory=self.device.type == "cuda",
+                          generator=torch.Generator().manual_seed(0))
+
+    # -- files ----------------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        return os.path.join(self.out_dir, name)
+
+    def _write_log(self, record: dict) -> None:
+        if self.dist.is_main:
+            with open(self.path("log.jsonl"), "a") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def save_checkpoint(self) -> None:
+        if not self.dist.is_main:
+            return
+        atomic_save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                     "scheduler": self.scheduler.state_dict(), "rng": rng_state(), "state": self.state,
+                     "config": self.cfg.to_dict()}, self.path("checkpoint.pt"))
+
+    def _resume(self) -> bool:
+        path = self.path("checkpoint.pt")
+        if not os.path.exists(path):
+            return False
+        ckpt = load_checkpoint(path, map_location="cpu")  # RNG states must stay CPU tensors; load_state_dict moves the rest
+        if ckpt["config"] != self.cfg.to_dict():
+            saved = json.loads(json.dumps(ckpt["config"], default=str))
+            now = json.loads(json.dumps(self.cfg.to_dict(), default=str))
+            if saved != now:
+                raise ValueError(f"{self.out_dir} holds a run with a different config; give another --out "
+                                 "(or delete the directory) to start a new run")
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
+        set_rng_state(ckpt["rng"])
+        self.state = ckpt["state"]
+        if self.dist.is_main and os.path.exists(self.path("log.jsonl")):  # drop lines written after the checkpoint
+            with open(self.path("log.jsonl")) as f:
+                lines = [ln for ln in f if ln.strip() and json.loads(ln).get("step", 0) <= self.state["step"]
+                         and json.loads(ln).get("split") != "test"]
+            atomic_write_text("".join(lines), self.path("log.jsonl"))
+        return True
+
+    # -- evaluation -----------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, split: str, max_batches: Optional[int] = None, model: Optional[nn.Module] = None) -> dict:
+        """Loss and accuracy on ``split`` (the first ``max_batches`` batches, in order; None = all)."""
+        dataset = self.datasets[split]
+        size = self.cfg.data.eval_batch_size or self.cfg.data.batch_size  # a global batch, split over the ranks
+        n_batches = math.ceil(len(dataset) / size)
+        if max_batches is not None:
+            n_batches = min(n_batches, max_batches)
+        mine = [list(range(b * size, min((b + 1) * size, len(dataset))))[self.dist.rank::self.dist.world_size]
+                for b in range(n_batches)]
+        mine = [batch for batch in mine if batch]
+        module = self.task_loss if model is None else TaskLoss(model, self.kind)
+        was_training = module.training
+        module.eval()
+        sums = [0.0, 0.0, 0.0]
+        for batch in self._loader(dataset, mine):
+            with self._autocast():
+                out = module(_to(batch, self.device))
+            sums[0] += float(out["loss_sum"])
+            sums[1] += float(out["correct"])
+            sums[2] += float(out["count"])
+        module.train(was_training)
+        loss_sum, correct, count = all_reduce_sum(sums, self.dist, self.device)
+        metrics = {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1), "count": int(count)}
+        if self.cfg.task in PIXEL_TASKS:
+            metrics["bits_per_dim"] = bits_per_dim(loss_sum, int(count))
+        return metrics
+
+    def _is_better(self, metrics: dict) -> bool:
+        key, higher = self.selection_metric()
+        if self.state["best"] is None:
+            return True
+        return metrics[key] > self.state["best"] if higher else metrics[key] < self.state["best"]
+
+    def selection_metric(self) -> tuple[str, bool]:
+        """Best-dev selection: accuracy (higher) for classification, loss (lower) for language modelling."""
+        return ("loss", False) if self.kind == "lm" else ("accuracy", True)
+
+    # -- training -------------------------------------------------------------------------------
+    def train_step(self, batches) -> None:
+        t = self.cfg.train
+        window = self.state["window"]  # loss_sum, correct, count, tokens, seconds since the last log line
+        start = time.perf_counter()
+        for i in range(t.accumulate):
+            batch = _to(next(batches), self.device)
+            sync = contextlib.nullcontext()
+            if self.ddp is not None and i < t.accumulate - 1:
+                sync = self.ddp.no_sync()  # all-reduce the gradients once, after the last micro-batch
+            with sync:
+                with self._autocast():
+                    out = self.train_module(batch)
+                (out["loss"] / t.accumulate).backward()
+            window[0] += float(out["loss_sum"])
+            window[1] += float(out["correct"])
+            window[2] += float(out["count"])
+            for key in ("key_padding_mask", "key_padding_mask_1", "key_padding_mask_2"):  # real tokens read
+                if key in batch:
+                    window[3] += int((~batch[key]).sum())
+        if self.cfg.optim.clip_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.clip_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        window[4] += time.perf_counter() - start
+
+    def _log_train(self, bar) -> None:
+        loss_sum, correct, count, tokens, seconds = self.state["window"]
+        loss_sum, correct, count, tokens = all_reduce_sum([loss_sum, correct, count, tokens], self.dist, self.device)
+        record = {"step": self.state["step"], "split": "train", "loss": loss_sum / max(count, 1),
+                  "accuracy": correct / max(count, 1), "lr": self.scheduler.get_last_lr()[0],
+                  "tokens_per_s": tokens / max(seconds, 1e-9)}
+        self.state["curves"]["train"].append(record)
+        self.state["window"] = [0.0, 0.0, 0.0, 0, 0.0]
+        self._write_log(record)
+        if bar is not None:
+            bar.set_postfix(loss=f"{record['loss']:.4f}", acc=f"{record['accuracy']:.3f}",
+                            tok_s=f"{record['tokens_per_s']:.0f}")
+
+    def _evaluate_dev(self) -> dict:
+        metrics = self.evaluate("val", self.cfg.train.eval_batches)
+        record = {"step": self.state["step"], "split": "val", **metrics}
+        self.state["curves"]["val"].append(record)
+        self._write_log(record)
+        if self._is_better(metrics):
+            key, _ = self.selection_metric()
+            self.state["best"], self.state["best_step"] = metrics[key], self.state["step"]
+            if self.dist.is_main:
+                atomic_save({"model": self.model.state_dict(), "step": self.state["step"], "metrics": metrics},
+                            self.path("best.pt"))
+        return metrics
+
+    def run(self) -> dict:
+        cfg, t = self.cfg, self.cfg.train
+        if self.dist.is_main:
+            os.makedirs(self.out_dir, exist_ok=True)
+        barrier(self.dist)
+        resumed = self._resume()
+        self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}"
+                  f"{f' × {self.dist.world_size} processes' if self.dist.enabled else ''}; run directory {self.out_dir}")
+        self._log(format_config(cfg))
+        if resumed:
+            self._log(f"[lra-kit] resuming from the checkpoint at step {self.state['step']}/{t.steps} in {self.out_dir}")
+        elif self.dist.is_main:
+            atomic_write_text(format_config(cfg) + "\n", self.path("config.json"))
+            if os.path.exists(self.path("log.jsonl")):
+                os.unlink(self.path("log.jsonl"))
+        every_ckpt = t.checkpoint_every or t.eval_every
+        train = self.datasets["train"]
+        bar = tqdm(total=t.steps, initial=self.state["step"], desc=cfg.name, disable=not self.progress,
+                   dynamic_ncols=True)
+        started = time.perf_counter()
+        wall_before = self.state["wall_s"]
+        self.train_module.train()
+        while self.state["step"] < t.steps:
+            sampler = EpochBatches(len(train), seed=t.seed, epoch=self.state["epoch"], global_batch=cfg.data.batch_size,
+                                   micro=self.micro, rank=self.dist.rank, world=self.dist.world_size,
+                                   start=self.state["batch_in_epoch"])
+            batches = iter(self._loader(train, sampler))
+            for _ in range(sampler.batches - self.state["batch_in_epoch"]):
+                self.train_step(batches)
+                self.state["step"] += 1
+                self.state["batch_in_epoch"] += 1
+                step = self.state["step"]
+                bar.update(1)
+                if step % t.log_every == 0 or step == t.steps:
+                    self._log_train(bar)
+                if step % t.eval_every == 0 or step == t.steps:
+                    self._evaluate_dev()
+                self.state["wall_s"] = wall_before + time.perf_counter() - started
+                if step % every_ckpt == 0 or step == t.steps:
+                    self.save_checkpoint()
+                if self.stop_after is not None and step >= self.stop_after and step < t.steps:
+                    bar.close()
+                    raise RunInterrupted(step)
+                if step >= t.steps:
+                    break
+            else:
+                self.state["epoch"] += 1
+                self.state["batch_in_epoch"] = 0
+                continue
+            if self.state["batch_in_epoch"] >= sampler.batches:
+                self.state["epoch"] += 1
+                self.state["batch_in_epoch"] = 0
+        bar.close()
+        return self.finish()
+
+    def finish(self) -> dict:
+        """Test the best-dev model (or the last one if there was no evaluation) and write the results."""
+        best_path = self.path("best.pt")
+        barrier(self.dist)
+        model = self.model
+        if os.path.exists(best_path):
+            model = build_model(self.cfg.model, kind=self.kind, vocab_size=self.datasets["train"].vocab_size,
+                                max_length=self.datasets["train"].max_length,
+                                num_classes=self.datasets["train"].num_classes,
+                                pad_id=self.datasets["train"].pad_id).to(self.device)
+            model.load_state_dict(load_checkpoint(best_path)["model"])
+        test = self.evaluate("test", model=model)
+        self._write_log({"step": self.state["step"], "split": "test", **test})
+        last_val = self.state["curves"]["val"][-1] if self.state["curves"]["val"] else None
+        last_train = self.state["curves"]["train"][-1] if self.state["curves"]["train"] else None
+        metrics = {"test": test, "best_val": {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]},
+                   "last_val": last_val, "last_train": last_train}
+        results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale,
+                               steps=self.state["step"], seed=self.cfg.train.seed, wall_s=self.state["wall_s"],
+                               device=self.device, experiment=self.cfg.name, task=self.cfg.task,
+                               attention=self.cfg.attention, connection=self.cfg.connection,
+                               world_size=self.dist.world_size, data=dict(self.datasets["train"].metadata),
+                               curves=self.state["curves"])
+        if self.dist.is_main:
+            write_results(results, self.path("results.json"))
+            if self.record:
+                path = write_results(results, os.path.join(self.record_dir, self.record, f"{self.cfg.name}.json"))
+                self._log(f"[lra-kit] recorded {path}")
+            shown = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in test.items())
+            self._log(f"[lra-kit] test ({self.cfg.name}, scale={self.cfg.scale}): {shown}")
+        return results
+
+
+class RunInterrupted(RuntimeError):
+    """Raised by ``Trainer(stop_after=N)`` to simulate a run killed after N updates."""
+
+    def __init__(self, step: int):
+        super().__init__(f"run stopped after step {step} (stop_after)")
+        self.step = step

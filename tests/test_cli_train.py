@@ -1,0 +1,80 @@
+"""``lra-kit train | eval | generate`` end to end at smoke scale (in-process)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from lra_kit.cli import main
+
+
+def test_help_lists_the_commands_with_examples(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for command in ("train", "eval", "generate"):
+        assert command in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "--record copy-task" in out and "torchrun" in out
+
+
+@pytest.mark.parametrize("flag,value,valid", [("--task", "imdb", "listops"), ("--attention", "performer", "momentum"),
+                                              ("--scale", "huge", "smoke")])
+def test_unknown_names_list_the_valid_ones(flag, value, valid, capsys):
+    args = {"--task": "copy", "--attention": "linear"}
+    args[flag] = value
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *[x for kv in args.items() for x in kv]])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and valid in err
+
+
+@pytest.mark.data
+def test_train_resume_eval_generate_copy(tmp_path, capsys):
+    run_dir = str(tmp_path / "copy-run")
+    config = tmp_path / "partial.json"
+    config.write_text(json.dumps({"train": {"steps": 6, "eval_every": 3}}))
+    argv = ["train", "--task", "copy", "--attention", "momentum", "--connection", "adaptive", "--scale", "smoke",
+            "--out", run_dir, "--config", str(config), "--set", "model.layers=1", "--no-progress",
+            "--record", "cli-test", "--record-dir", str(tmp_path / "results")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert '"connection": "adaptive"' in out and "copy-momentum+adaptive-smoke" in out  # the config is printed
+    saved = json.loads(open(os.path.join(run_dir, "config.json")).read())
+    assert saved["train"]["steps"] == 6 and saved["model"]["layers"] == 1
+    results = json.loads(open(os.path.join(run_dir, "results.json")).read())
+    assert results["steps"] == 6 and results["curves"]["val"]
+    assert os.path.exists(tmp_path / "results" / "cli-test" / "copy-momentum+adaptive-smoke.json")
+
+    assert main(argv) == 0  # the same command again resumes (here: finds the run complete) and says so
+    assert "resuming from the checkpoint at step 6/6" in capsys.readouterr().out
+
+    assert main(["eval", run_dir, "--split", "val"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["split"] == "val" and 0.0 <= report["accuracy"] <= 1.0 and report["scale"] == "smoke"
+
+    assert main(["generate", run_dir, "--n", "4", "--show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "copy_accuracy" in out
+
+
+@pytest.mark.data
+def test_generate_writes_a_png_grid_for_mnist(tmp_path, capsys):
+    from PIL import Image
+
+    run_dir = str(tmp_path / "mnist-run")
+    assert main(["train", "--task", "mnist", "--attention", "linear", "--scale", "smoke", "--out", run_dir,
+                 "--no-progress", "--set", "train.steps=2", "--set", "train.eval_every=2"]) == 0
+    assert main(["generate", run_dir, "--n", "4", "--prompt", "28"]) == 0
+    png = os.path.join(run_dir, "samples.png")
+    assert "wrote 4 samples" in capsys.readouterr().out
+    assert Image.open(png).size == (2 * 30, 2 * 30)
+
+
+def test_eval_and_generate_reject_non_run_dirs(tmp_path):
+    with pytest.raises(SystemExit, match="not a run directory"):
+        main(["eval", str(tmp_path)])

@@ -1,0 +1,90 @@
+"""Checkpoint/resume: a run stopped at any step and restarted reaches the same final state, bit for bit (CPU)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from lra_kit.data import load
+from lra_kit.results import REQUIRED_KEYS
+from lra_kit.train.checkpoint import load_checkpoint
+from lra_kit.train.configs import get_config
+from lra_kit.train.trainer import RunInterrupted, Trainer
+
+
+def tiny_copy_config(attention="momentum", connection="adaptive"):
+    cfg = get_config("copy", attention, "smoke", connection)
+    cfg.model.layers, cfg.model.d_model, cfg.model.d_ff = 2, 16, 32
+    cfg.model.dropout = cfg.model.attention_dropout = 0.1  # dropout on: the RNG state must be restored too
+    cfg.data.batch_size, cfg.train.steps, cfg.train.eval_every, cfg.train.eval_batches = 8, 12, 4, 1
+    cfg.train.log_every, cfg.train.checkpoint_every = 2, 4
+    cfg.optim.schedule, cfg.optim.decay_steps = "step", (6,)  # the scheduler state matters
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def copy_data():
+    # 40 training samples = 5 batches per epoch: the 12 steps cross two epoch ends
+    return {s: load("copy", s, scale="smoke", **({"size": 40} if s == "train" else {})) for s in ("train", "val", "test")}
+
+
+def final_state(run_dir):
+    return load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
+
+
+def quiet(*args, **kwargs):
+    pass
+
+
+@pytest.mark.parametrize("stop_after", [5, 8])  # between checkpoints, and right at one
+def test_resume_is_bit_identical(tmp_path, copy_data, stop_after):
+    cfg = tiny_copy_config()
+    ref = Trainer(cfg, str(tmp_path / "ref"), datasets=copy_data, progress=False, log=quiet).run()
+
+    run_dir = str(tmp_path / "killed")
+    with pytest.raises(RunInterrupted):
+        Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet, stop_after=stop_after).run()
+    messages = []
+    resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
+    assert any("resuming from the checkpoint at step" in m for m in messages)
+
+    a, b = final_state(str(tmp_path / "ref")), final_state(run_dir)
+    assert a["state"]["step"] == b["state"]["step"] == cfg.train.steps
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    assert a["optimizer"]["state"].keys() == b["optimizer"]["state"].keys()
+    for k, st in a["optimizer"]["state"].items():
+        for key, value in st.items():
+            assert torch.equal(torch.as_tensor(value), torch.as_tensor(b["optimizer"]["state"][k][key])), key
+    assert a["scheduler"] == b["scheduler"]
+    strip = lambda curves: [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in curves]  # noqa: E731
+    assert strip(ref["curves"]["train"]) == strip(resumed["curves"]["train"])
+    assert ref["curves"]["val"] == resumed["curves"]["val"]
+    assert ref["metrics"]["test"] == resumed["metrics"]["test"]
+    # the log has each step once: what the killed run wrote after its last checkpoint was dropped
+    with open(os.path.join(run_dir, "log.jsonl")) as f:
+        lines = [json.loads(ln) for ln in f]
+    train_steps = [r["step"] for r in lines if r["split"] == "train"]
+    assert train_steps == sorted(set(train_steps)) == list(range(2, 13, 2))
+
+
+def test_run_directory_holds_config_log_checkpoints_results(tmp_path, copy_data):
+    run_dir = str(tmp_path / "run")
+    cfg = tiny_copy_config("linear", "residual")
+    Trainer(cfg, run_dir, datasets=copy_data, progress=False, log=quiet, record="unit-test",
+            record_dir=str(tmp_path / "results")).run()
+    assert {"config.json", "checkpoint.pt", "best.pt", "log.jsonl", "results.json"} <= set(os.listdir(run_dir))
+    with open(os.path.join(run_dir, "results.json")) as f:
+        results = json.load(f)
+    assert set(REQUIRED_KEYS) <= set(results)
+    assert results["device"] == "cpu" and results["scale"] == "smoke" and results["steps"] == 12
+    assert results["config"]["model"]["attention"] == "linear"
+    assert len(results["curves"]["train"]) == 6 and len(results["curves"]["val"]) == 3
+    assert os.path.exists(tmp_path / "results" / "unit-test" / f"{cfg.name}.json")
+    # a different config in the same directory is refused, not silently mixed
+    other = tiny_copy_config("linear", "residual")
+    other.model.layers = 1
+    with pytest.raises(ValueError, match="different config"):
+        Trainer(other, run_dir, datasets=copy_data, progress=False, log=quiet).run()

@@ -1,0 +1,50 @@
+"""Trainer details: gradient accumulation, clipping, the lr schedule in the log, bad batch sizes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lra_kit.data import load
+from lra_kit.train.checkpoint import load_checkpoint
+from lra_kit.train.configs import apply_overrides, get_config
+from lra_kit.train.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def listops():
+    return {s: load("listops", s, scale="smoke") for s in ("train", "val", "test")}
+
+
+def quiet(*a, **k):
+    pass
+
+
+def cfg_with(*overrides):
+    cfg = get_config("listops", "linear", "smoke")
+    return apply_overrides(cfg, ["model.dropout=0.0", "model.attention_dropout=0.0", "train.steps=4",
+                                 "train.eval_every=4", *overrides])
+
+
+@pytest.mark.data
+def test_gradient_accumulation_equals_the_full_batch(tmp_path, listops):
+    Trainer(cfg_with(), str(tmp_path / "full"), datasets=listops, progress=False, log=quiet).run()
+    Trainer(cfg_with("train.accumulate=4"), str(tmp_path / "acc"), datasets=listops, progress=False, log=quiet).run()
+    a = load_checkpoint(str(tmp_path / "full" / "checkpoint.pt"))["model"]
+    b = load_checkpoint(str(tmp_path / "acc" / "checkpoint.pt"))["model"]
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.data
+def test_clipping_and_schedule_are_applied(tmp_path, listops):
+    cfg = cfg_with("optim.clip_grad_norm=0.5", "optim.schedule='linear'", "optim.warmup_steps=2",
+                   "optim.warmup_start=0.5", "optim.final_ratio=0.0", "train.log_every=1")
+    results = Trainer(cfg, str(tmp_path / "run"), datasets=listops, progress=False, log=quiet).run()
+    lrs = [r["lr"] for r in results["curves"]["train"]]
+    lr = cfg.optim.lr
+    assert lrs == pytest.approx([0.75 * lr, lr, 0.5 * lr, 0.0])  # the lr of the *next* update
+
+
+def test_batch_must_split_into_micro_batches(listops):
+    with pytest.raises(ValueError, match="divisible"):
+        Trainer(cfg_with("train.accumulate=3"), "/nonexistent", datasets=listops, progress=False, log=quiet)
