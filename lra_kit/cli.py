@@ -18,9 +18,14 @@ _COMMAND_MODULES = (
 )
 
 EPILOG = """examples:
-  lra-kit bench attention --lengths 1024 2048 4096
-  lra-kit data stats listops
-  lra-kit train --task listops --attention momentum --scale smoke
+  lra-kit train --task listops --attention momentum --scale smoke     # a 20-second CPU run
+  lra-kit train --task copy --attention linear --scale book --out runs/copy-linear
+  lra-kit train --task copy --attention linear --scale book --out runs/copy-linear   # again: resumes
+  lra-kit eval runs/copy-linear
+  lra-kit generate runs/copy-linear
+  lra-kit data stats pathfinder --grid pathfinder.png
+  lra-kit data generate listops --out data/listops-1000
+  lra-kit bench attention --lengths 1024 2048 4096 --json results/bench/attention-cpu.json
 """
 
 
