@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import datetime as _dt
-import json
 import multiprocessing
-import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,25 +25,16 @@ from tqdm.auto import tqdm
 
 from lra_kit.attention import LunaAttention, linear_attention, momentum_attention, softmax_attention
 from lra_kit.bench.measure import median_time, peak_memory
+from lra_kit.results import make_results, write_results
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "sdpa", "luna")
 BASELINE = {"linear_causal": "sdpa_causal", "momentum_causal": "sdpa_causal", "luna": "sdpa"}
 
 
-def _device_name(device: torch.device) -> str:
+def _device_detail(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-
-
-def _git_commit() -> str:
-    try:
-        root = Path(__file__).resolve().parents[2]
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int) -> Callable[[], None]:
@@ -142,7 +129,8 @@ def run(
         "config": {"lengths": list(lengths), "batch": batch, "heads": heads, "dim": dim, "dtype": dtype,
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods)},
         "rows": rows,
-        "device": _device_name(device),
+        "device": _device_detail(device),
+        "device_type": device.type,
     }
 
 
@@ -164,25 +152,13 @@ def format_table(result: dict) -> str:
 
 
 def write_json(result: dict, path: Path, wall_s: float) -> None:
-    """Write the table with the run's provenance (GUIDE §4 keys)."""
-    record = {
-        "experiment": "bench/attention",
-        "metrics": {"rows": result["rows"]},
-        "config": result["config"],
-        "scale": "paper" if "cuda" in result["device"].lower() or "nvidia" in result["device"].lower() else "book",
-        "steps": result["config"]["repeats"],
-        "seed": 0,
-        "wall_s": wall_s,
-        "device": result["device"],
-        "torch": torch.__version__,
-        "git_commit": _git_commit(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(tmp, path)
+    """Write the table with the run's provenance (the keys of GUIDE §4, :mod:`lra_kit.results`)."""
+    record = make_results(
+        metrics={"rows": result["rows"]}, config=result["config"], scale="benchmark",
+        steps=result["config"]["repeats"], seed=0, wall_s=wall_s, device=result["device_type"],
+        experiment="bench/attention", device_detail=result["device"], python=sys.version.split()[0],
+    )
+    write_results(record, str(path))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
