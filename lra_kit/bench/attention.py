@@ -15,6 +15,7 @@ import argparse
 import concurrent.futures
 import multiprocessing
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lra_kit.attention import LunaAttention, linear_attention, momentum_attention, softmax_attention
-from lra_kit.bench.measure import median_time, peak_memory
+from lra_kit.bench.measure import interleaved_times, peak_memory
 from lra_kit.results import make_results, write_results
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "sdpa", "luna")
@@ -108,11 +109,18 @@ def run(
     rows = []
     jobs = [(N, m) for N in lengths for m in methods]
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length)
-    for N, method in tqdm(jobs, desc="attention benchmark: time", disable=not progress):
-        step = make_step(method, N=N, device=device, **shape)
-        seconds, spread = median_time(step, device, repeats=repeats)
-        rows.append({"length": N, "method": method, "median_s": seconds, "spread_s": spread})
-        del step
+    bar = tqdm(total=len(jobs), desc="attention benchmark: time", disable=not progress)
+    for N in lengths:
+        # Rounds over all methods of one length, so that a burst of load elsewhere on the machine
+        # hits every method alike instead of one method's repeats.
+        steps = {m: make_step(m, N=N, device=device, **shape) for m in methods}
+        times = interleaved_times(steps, device, repeats=repeats)
+        for method in methods:
+            ts = times[method]
+            rows.append({"length": N, "method": method, "median_s": statistics.median(ts), "spread_s": max(ts) - min(ts)})
+        bar.update(len(methods))
+        del steps
+    bar.close()
     peaks = measure_peaks(jobs, shape, device, progress)
     for row, peak in zip(rows, peaks):
         row["peak_bytes"] = peak

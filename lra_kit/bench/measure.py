@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import re
-import statistics
 import time
 from typing import Callable, Optional
 
@@ -24,18 +23,20 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def median_time(fn: Callable[[], object], device: torch.device, *, repeats: int = 5, warmup: int = 1) -> tuple[float, float]:
-    """(median, spread) in seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs; spread = max − min."""
-    for _ in range(warmup):
-        fn()
+def interleaved_times(fns: dict, device: torch.device, *, repeats: int = 5, warmup: int = 1) -> dict:
+    """Seconds of each ``fns[name]()`` over ``repeats`` rounds; each round runs every callable once."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
     _sync(device)
-    times = []
+    times = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), max(times) - min(times)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def _proc_status_kib(key: str) -> int:
