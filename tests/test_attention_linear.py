@@ -203,3 +203,14 @@ def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
         assert naive[N] >= 2 * N * D * M * 4  # all N states of size D × M (float32), per head
         assert ours[N] < naive[N] / 8
     assert 3.0 < ours[4096] / ours[1024] < 5.0  # linear in N
+
+
+@pytest.mark.parametrize("N, chunk_size", [(1, 64), (63, 64), (64, 64), (200, 64), (37, 5)])
+def test_prefix_sum_equals_cumsum(N, chunk_size):
+    from lra_kit.attention.causal_product import prefix_sum
+
+    x = torch.randn(2, 3, N, 4, dtype=torch.float64, requires_grad=True)
+    assert_close(prefix_sum(x, chunk_size), torch.cumsum(x, dim=2))
+    g = torch.randn(2, 3, N, 4, dtype=torch.float64)
+    (grad,) = torch.autograd.grad((prefix_sum(x, chunk_size) * g).sum(), x)
+    assert_close(grad, torch.flip(torch.cumsum(torch.flip(g, [2]), 2), [2]))

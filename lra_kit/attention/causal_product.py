@@ -97,7 +97,10 @@ class _Chunking:
         delta = (xy * beta**far) @ y
         # The heavy-ball recurrence of eq. 12, one chunk at a time (all coefficients positive):
         #   s ← s + σ + β·u(C−1)·d,    d ← β^C·d + δ.
-        s, d = torch.zeros_like(sigma), torch.zeros_like(delta)
+        s, d = torch.empty_like(sigma), torch.empty_like(delta)
+        first = self.n_chunks - 1 if reverse else 0
+        s[:, :, first].zero_()
+        d[:, :, first].zero_()
         step_s, step_d = beta * ((1.0 - beta**C) / (1.0 - beta)), beta**C
         order = range(self.n_chunks - 2, -1, -1) if reverse else range(1, self.n_chunks)
         for c in order:
@@ -156,6 +159,21 @@ def _backward(q, k, v, g, beta, chunk_size, needs):
                 if d is not None:
                     dv += carry * (k @ d.transpose(-1, -2))
     return tuple(None if t is None else ch.join(t) for t in (dq, dk, dv))
+
+
+def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
+    """Z_i = Σ_{j≤i} x_j along the length of a (batch, heads, length, dim) tensor (Katharopoulos eq. 11).
+
+    The same value as ``torch.cumsum(x, dim=2)``, computed as a lower-triangular matrix product
+    inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
+    not the last one is several times slower.
+    """
+    ch = _Chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
+    local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
+    if ch.n_chunks > 1:
+        totals = local[:, :, :, -1:]
+        local = local + (torch.cumsum(totals, 2) - totals)
+    return ch.join(local)
 
 
 class CausalProduct(torch.autograd.Function):

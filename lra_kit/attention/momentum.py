@@ -16,7 +16,7 @@ from typing import NamedTuple, Optional, Union
 
 import torch
 
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product, momentum_lag_weights
+from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product, momentum_lag_weights, prefix_sum
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_eps,
@@ -93,14 +93,14 @@ def momentum_attention(
     if causal and compat is None:
         check_causal_lengths(q, k)
         numerator = gamma * causal_product(phi_q, phi_k, v, beta=beta, chunk_size=chunk_size)
-        return normalise(numerator, phi_q, torch.cumsum(phi_k, dim=2), eps)
+        return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
 
     mask_for_weights = None if compat == "authors_batched" else key_padding_mask
     w = _key_weights_from_end(mask_for_weights, L, beta, gamma, k.device, phi_k.dtype, B)
     if causal:  # compat == "authors_batched"
         check_causal_lengths(q, k)
         numerator = causal_product(phi_q, phi_k * w, v, chunk_size=chunk_size)
-        return normalise(numerator, phi_q, torch.cumsum(phi_k, dim=2), eps)
+        return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
     numerator = phi_q @ ((phi_k * w).transpose(-1, -2) @ v)
     return normalise(numerator, phi_q, phi_k.sum(dim=2, keepdim=True), eps)
 
