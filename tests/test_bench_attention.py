@@ -31,3 +31,15 @@ def test_format_table_handles_missing_memory():
            "speedup_vs_sdpa": None, "memory_vs_sdpa": None, "time_vs_linear": None}
     text = format_table({"config": {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}, "rows": [row], "device": "cpu"})
     assert "sdpa" in text
+
+
+def test_peak_memory_by_length_grows_with_length():
+    from lra_kit.bench.attention import peak_memory_by_length
+    from lra_kit.bench.measure import cpu_peak_supported
+
+    peaks = peak_memory_by_length(["linear_causal", "linear_cumulative_states"], [256, 1024], heads=1, dim=32)
+    assert set(peaks) == {"linear_causal", "linear_cumulative_states"}
+    if cpu_peak_supported():
+        ours, naive = peaks["linear_causal"], peaks["linear_cumulative_states"]
+        assert ours[1] > ours[0] and naive[1] > naive[0]
+        assert naive[1] > 4 * ours[1]  # all N states of 32 × 32 against O(N·D)

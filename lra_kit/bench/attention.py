@@ -24,11 +24,15 @@ from typing import Callable
 import torch
 from tqdm.auto import tqdm
 
-from lra_kit.attention import LunaAttention, linear_attention, momentum_attention, softmax_attention
-from lra_kit.bench.measure import interleaved_times, peak_memory
+from lra_kit.attention import LunaAttention, elu_plus_one, linear_attention, momentum_attention, softmax_attention
+from lra_kit.attention.naive import naive_cumulative_state_causal_product
+from lra_kit.bench.measure import fix_mmap_threshold, interleaved_times, peak_memory
 from lra_kit.results import make_results, write_results
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "sdpa", "luna")
+# Not in the default table: causal linear attention whose numerator keeps every state S_i for
+# autograd (the "naive implementation" of Katharopoulos §3.3.1), the memory baseline of the book.
+EXTRA_METHODS = ("linear_cumulative_states",)
 BASELINE = {"linear_causal": "sdpa_causal", "momentum_causal": "sdpa_causal", "luna": "sdpa"}
 
 
@@ -36,6 +40,13 @@ def _device_detail(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def _linear_with_cumulative_states(q, k, v, eps=1e-6):
+    """Causal linear attention (eq. 9) with the numerator through all N states S_i (autograd keeps them)."""
+    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)
+    numerator = naive_cumulative_state_causal_product(phi_q, phi_k, v)
+    return numerator / ((phi_q * torch.cumsum(phi_k, dim=2)).sum(-1, keepdim=True) + eps)
 
 
 def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int) -> Callable[[], None]:
@@ -59,6 +70,7 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
         "sdpa": lambda: softmax_attention(q, k, v),
         "linear_causal": lambda: linear_attention(q, k, v, causal=True),
         "momentum_causal": lambda: momentum_attention(q, k, v, beta=beta, gamma=1.0, causal=True),
+        "linear_cumulative_states": lambda: _linear_with_cumulative_states(q, k, v),
     }
     fn = fns[method]
 
@@ -71,6 +83,7 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
 
 def _cpu_peaks(jobs, shape, progress):
     """Peak memory of each job, in a process of its own (see :mod:`lra_kit.bench.measure`)."""
+    fix_mmap_threshold()  # before the first allocation, so that no freed block stays resident
     device = torch.device("cpu")
     out = []
     for N, method in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
@@ -97,15 +110,28 @@ def measure_peaks(jobs, shape, device: torch.device, progress: bool):
         return pool.submit(_cpu_peaks, jobs, shape, progress).result()
 
 
+def peak_memory_by_length(
+    methods, lengths, *, batch=1, heads=4, dim=64, dtype=torch.float32, device="cpu", beta=0.6, luna_length=16
+) -> dict:
+    """{method: [peak bytes of one forward+backward at each length]} — what a plot of memory against length needs."""
+    unknown = set(methods) - set(METHODS) - set(EXTRA_METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; valid: {', '.join(METHODS + EXTRA_METHODS)}")
+    shape = dict(B=batch, H=heads, D=dim, dtype=dtype, beta=beta, luna_length=luna_length)
+    jobs = [(N, m) for m in methods for N in lengths]
+    peaks = iter(measure_peaks(jobs, shape, torch.device(device), progress=False))
+    return {m: [next(peaks) for _ in lengths] for m in methods}
+
+
 def run(
     lengths=(1024, 2048, 4096, 8192), *, batch=1, heads=4, dim=64, dtype="float32", device=None,
     beta=0.6, luna_length=16, repeats=5, methods=METHODS, progress=True,
 ) -> dict:
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    unknown = set(methods) - set(METHODS)
+    unknown = set(methods) - set(METHODS) - set(EXTRA_METHODS)
     if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; valid: {', '.join(METHODS)}")
+        raise ValueError(f"unknown methods {sorted(unknown)}; valid: {', '.join(METHODS + EXTRA_METHODS)}")
     rows = []
     jobs = [(N, m) for N in lengths for m in methods]
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length)
@@ -179,7 +205,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beta", type=float, default=0.6, help="momentum β (default 0.6)")
     parser.add_argument("--luna-length", type=int, default=16, help="length l of Luna's P (default 16)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
     parser.add_argument("--json", type=Path, default=None, help="also write the table as JSON (e.g. results/bench/attention-cpu.json)")
 
 

@@ -48,7 +48,8 @@ _M_MMAP_THRESHOLD = -3  # mallopt parameter number in glibc's malloc.h
 _mallopt_done = False
 
 
-def _fix_mmap_threshold() -> None:
+def fix_mmap_threshold() -> None:
+    """Make glibc mmap every allocation above 64 KiB (call before allocating what is to be measured)."""
     global _mallopt_done
     if _mallopt_done:
         return
@@ -62,7 +63,7 @@ def _fix_mmap_threshold() -> None:
 
 
 def cpu_peak_supported() -> bool:
-    _fix_mmap_threshold()
+    fix_mmap_threshold()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
