@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 import torch
 
+from lra_kit.atomic import atomic_write
+
 REQUIRED_KEYS = ("metrics", "config", "scale", "steps", "seed", "wall_s", "device", "torch", "git_commit", "date")
 
 
@@ -53,12 +55,9 @@ def write_results(record: dict, path: str) -> str:
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
         raise ValueError(f"results record misses keys {missing}")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
+    with atomic_write(path, "w") as f:
         json.dump(record, f, indent=2, default=str)
         f.write("\n")
-    os.replace(tmp, path)
     return path
 
 

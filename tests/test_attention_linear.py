@@ -5,7 +5,8 @@ import torch
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
 from lra_kit.attention import causal_product, linear_attention, linear_attention_step
 from lra_kit.attention.causal_product import CausalProduct
-from lra_kit.bench.measure import cpu_peak_supported, peak_memory
+from lra_kit.bench.attention import peak_memory_by_length
+from lra_kit.bench.measure import cpu_peak_supported
 from lra_kit.attention.naive import (
     naive_cumulative_state_causal_product,
     naive_linear_attention,
@@ -190,19 +191,16 @@ def test_mismatched_shapes():
 
 @pytest.mark.skipif(not cpu_peak_supported(), reason="needs /proc/self/clear_refs (Linux)")
 def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
-    """Measured peak memory of forward+backward: the custom gradient grows like N, the cumulative states like N·D·M."""
+    """Measured peak memory of forward+backward (in a fresh process, lra_kit.bench): the custom
+    gradient grows like N, the cumulative states like N·D·M."""
     D = M = 32
-    device = torch.device("cpu")
-    ours, naive = {}, {}
-    for N in (1024, 4096):
-        q, k, v = rand_qkv(1, 2, N, D, M, dtype=torch.float32, requires_grad=True)
-        run_ours = lambda: causal_product(q, k, v).sum().backward()  # noqa: E731
-        run_naive = lambda: naive_cumulative_state_causal_product(q, k, v).sum().backward()  # noqa: E731
-        ours[N] = min(peak_memory(run_ours, device) for _ in range(3))
-        naive[N] = min(peak_memory(run_naive, device) for _ in range(2))
-        assert naive[N] >= 2 * N * D * M * 4  # all N states of size D × M (float32), per head
-        assert ours[N] < naive[N] / 8
-    assert 3.0 < ours[4096] / ours[1024] < 5.0  # linear in N
+    lengths = [1024, 4096]
+    peaks = peak_memory_by_length(["linear_causal", "linear_cumulative_states"], lengths, heads=2, dim=D)
+    ours, naive = peaks["linear_causal"], peaks["linear_cumulative_states"]
+    for N, a, b in zip(lengths, ours, naive):
+        assert b >= 2 * N * D * M * 4  # all N states of size D × M (float32), per head
+        assert a < b / 8
+    assert 3.0 < ours[1] / ours[0] < 5.5  # linear in N
 
 
 @pytest.mark.parametrize("N, chunk_size", [(1, 64), (63, 64), (64, 64), (200, 64), (37, 5)])

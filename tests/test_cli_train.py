@@ -7,6 +7,7 @@ import os
 import pytest
 
 from lra_kit.cli import main
+from data_helpers import require_shared_data
 
 
 def test_help_lists_the_commands_with_examples(capsys):
@@ -66,6 +67,7 @@ def test_train_resume_eval_generate_copy(tmp_path, capsys):
 def test_generate_writes_a_png_grid_for_mnist(tmp_path, capsys):
     from PIL import Image
 
+    require_shared_data("mnist")
     run_dir = str(tmp_path / "mnist-run")
     assert main(["train", "--task", "mnist", "--attention", "linear", "--scale", "smoke", "--out", run_dir,
                  "--no-progress", "--set", "train.steps=2", "--set", "train.eval_every=2"]) == 0

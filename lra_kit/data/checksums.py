@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from lra_kit.data.errors import ChecksumMismatchError, DataMissingError
-from lra_kit.data.paths import atomic_write, cache_dir
+from lra_kit.atomic import atomic_write
+from lra_kit.data.paths import cache_dir
 from lra_kit.data.sources import DataFile
 
 _CHUNK = 1 << 20

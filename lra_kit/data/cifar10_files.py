@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from lra_kit.data.cache import entry_dir, fingerprint
 from lra_kit.data.checksums import locate
 from lra_kit.data.errors import DataUnreadableError
-from lra_kit.data.paths import atomic_write
+from lra_kit.atomic import atomic_write
 from lra_kit.data.sources import BUNDLES, fetch_command
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")

@@ -23,7 +23,8 @@ from lra_kit.data.base import SequenceClassificationDataset
 from lra_kit.data.cache import entry_dir, fingerprint
 from lra_kit.data.errors import DataMissingError
 from lra_kit.data.listops_generator import ListOpsConfig, generate
-from lra_kit.data.paths import atomic_write, lra_release_roots
+from lra_kit.atomic import atomic_write
+from lra_kit.data.paths import lra_release_roots
 from lra_kit.data.ragged import Ragged
 from lra_kit.data.sources import fetch_command
 from lra_kit.data.splits import check_split, scale_size, subset_indices

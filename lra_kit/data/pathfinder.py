@@ -28,7 +28,8 @@ from tqdm.auto import tqdm
 from lra_kit.data.base import SequenceClassificationDataset
 from lra_kit.data.cache import entry_dir
 from lra_kit.data.errors import DataMissingError, DataUnreadableError
-from lra_kit.data.paths import atomic_write, lra_release_roots
+from lra_kit.atomic import atomic_write
+from lra_kit.data.paths import lra_release_roots
 from lra_kit.data.pathfinder_generator import DIFFICULTIES, PathfinderConfig, generate
 from lra_kit.data.pixels import VOCAB_SIZE, compat_options
 from lra_kit.data.ragged import Ragged

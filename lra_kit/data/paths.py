@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 DATA_ENV = "LRA_KIT_DATA"
@@ -38,24 +36,3 @@ def lra_release_roots() -> list[Path]:
     """
     root = data_dir()
     return [root / "lra_release", root / "lra_release" / "lra_release", root]
-
-
-@contextmanager
-def atomic_write(path: Path, mode: str = "wb"):
-    """Open a temporary file next to ``path`` and move it into place only on success.
-
-    A crash or Ctrl-C therefore never leaves a half-written file under the final name.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -21,7 +21,8 @@ from lra_kit.data import byte_tokenizer as bt
 from lra_kit.data.base import PairClassificationDataset
 from lra_kit.data.cache import entry_dir, fingerprint
 from lra_kit.data.errors import DataMissingError, DataUnreadableError
-from lra_kit.data.paths import atomic_write, lra_release_roots
+from lra_kit.atomic import atomic_write
+from lra_kit.data.paths import lra_release_roots
 from lra_kit.data.ragged import Ragged
 from lra_kit.data.sources import fetch_command
 from lra_kit.data.splits import check_split, scale_size, subset_indices

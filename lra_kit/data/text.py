@@ -29,7 +29,7 @@ from lra_kit.data.base import SequenceClassificationDataset
 from lra_kit.data.cache import entry_dir, fingerprint
 from lra_kit.data.checksums import locate
 from lra_kit.data.errors import DataUnreadableError
-from lra_kit.data.paths import atomic_write
+from lra_kit.atomic import atomic_write
 from lra_kit.data.ragged import Ragged
 from lra_kit.data.sources import BUNDLES, fetch_command
 from lra_kit.data.splits import check_split, holdout_split, scale_size, subset_indices

@@ -8,47 +8,25 @@ killed at any moment leaves either the old checkpoint or the new one, never half
 """
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from typing import Any
 
 import numpy as np
 import torch
 
+from lra_kit.atomic import atomic_write
+
 
 def atomic_save(obj: Any, path: str) -> None:
-    """``torch.save`` to ``path`` through a temporary file + ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """``torch.save`` to ``path`` through a temporary file + ``os.replace`` (never a torn checkpoint)."""
+    with atomic_write(path, "wb") as f:
+        torch.save(obj, f)
 
 
 def atomic_write_text(text: str, path: str) -> None:
     """Write a text file atomically (temporary file + rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, "w") as f:
+        f.write(text)
 
 
 def rng_state() -> dict:
