@@ -1,7 +1,8 @@
 """Readable oracles, written straight from the papers' formulas (flash-linear-attention's ``naive.py`` pattern).
 
 Nothing here is fast: explicit N×N matrices and explicit loops over time. The tests compare
-every fast path in :mod:`lra_kit.attention` against these in float64.
+every fast path in :mod:`lra_kit.attention` against these in float64, and the book's check
+cells write the same formulas out next to their derivations.
 """
 from __future__ import annotations
 

@@ -16,6 +16,9 @@ Connections between a layer's input x_ℓ and its attention output V̂_ℓ (Nguy
   V̂_{ℓ−1} and uses β̃ = 0. β̃ is treated as a coefficient (detached), as a heavy-ball momentum
   is not differentiated through.
 
+Derived in the book, chapter "Momentum connection and adaptive momentum" (``sec-momentum-connection``,
+``sec-adaptive-momentum``); the Luna layer in "Luna: pack and unpack" (``sec-luna-contextual-p``).
+
 "the rest of the layer" f of eq. 15 is the LayerNorm/FFN part: pre-LN (the LRA code of the
 Momentum paper, notes §4) x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna,
 fast-transformers) x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
