@@ -38,3 +38,16 @@ def test_collate_masks_padding_and_marks_second_copy():
         expected = torch.zeros_like(loss[row])
         expected[n + 2 : 2 * n + 2] = True
         assert torch.equal(loss[row], expected)
+
+
+def test_paper_scale_word_lengths_follow_the_authors_code():
+    """causal-copy/main.py draws |w| in [max_length // 4, (max_length - 1) // 2): 32..62 for 128."""
+    from lra_kit.data.copy_task import load_copy
+
+    data = load_copy("train", scale="paper", size=400)
+    words = [(len(data[i]) - 2) // 2 for i in range(400)]
+    assert min(words) >= 32 and max(words) <= 62
+    assert min(words) <= 34 and max(words) >= 60  # the whole range is used
+    assert data.metadata["word_length"] == "uniform 32..62"
+    smoke = load_copy("train", scale="smoke", size=200)
+    assert min((len(smoke[i]) - 2) // 2 for i in range(200)) == 1
