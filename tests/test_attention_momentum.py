@@ -176,3 +176,26 @@ def test_adaptive_momentum_invalid():
         adaptive_momentum(torch.ones(2), torch.ones(2), delta=0.0)
     with pytest.raises(ValueError, match="same shape"):
         adaptive_momentum(torch.ones(2), torch.ones(3))
+
+
+def test_lra_compat_modes_are_the_unnormalised_nystromformer_attention():
+    """compat='nystromformer' / 'authors_lra': φ(Q)(φ(K)ᵀV)/√n, n padded, keys at padding zeroed, no normaliser."""
+    from lra_kit.attention.feature_maps import elu_plus_one
+
+    B, H, N, D = 2, 2, 30, 4
+    q, k, v = rand_qkv(B, H, N, D)
+    mask = right_padding_mask([30, 20], N)
+    keep = (~mask)[:, None, :, None].double()
+    fq, fk = elu_plus_one(q) / N**0.25, elu_plus_one(k) * keep / N**0.25
+    expected = fq @ (fk.transpose(-1, -2) @ (v * keep))
+    assert_close(linear_attention(q, k, v, key_padding_mask=mask, compat="nystromformer"), expected)
+    j = torch.arange(1, N + 1, dtype=torch.float64)
+    w = (0.9 * (1 - 0.6 ** (N - j + 1)) / (1 - 0.6))[None, None, :, None]  # the padded length in the weights
+    expected = fq @ ((fk * w).transpose(-1, -2) @ (v * keep))
+    assert_close(momentum_attention(q, k, v, beta=0.6, gamma=0.9, key_padding_mask=mask, compat="authors_lra"), expected)
+    with pytest.raises(ValueError, match="causal"):
+        linear_attention(q, k, v, causal=True, compat="nystromformer")
+    with pytest.raises(ValueError, match="causal"):
+        momentum_attention(q, k, v, beta=0.5, causal=True, compat="authors_lra")
+    with pytest.raises(ValueError, match="compat"):
+        linear_attention(q, k, v, compat="authors_lra")

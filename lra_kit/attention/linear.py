@@ -9,6 +9,7 @@ Derived in the book, chapters "The kernel trick" (``sec-kernel-trick``) and
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional, Union
 
 import torch
@@ -39,6 +40,16 @@ def normalise(numerator: torch.Tensor, phi_q: torch.Tensor, z: torch.Tensor, eps
     return numerator / denominator
 
 
+def unnormalised_lra_attention(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The "linear attention" of Nyströmformer's LRA code, which the Momentum paper's LRA runs used
+    (notes §4): φ(Q)(φ(K)ᵀV)/√n with n the *padded* length and **no** normaliser — not eq. 5.
+    ``phi_k`` and ``v`` arrive with padded positions already zeroed."""
+    return (phi_q @ (phi_k.transpose(-1, -2) @ v)) / math.sqrt(phi_q.shape[2])
+
+
+COMPAT_MODES = (None, "nystromformer")
+
+
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -49,19 +60,29 @@ def linear_attention(
     key_padding_mask: Optional[torch.Tensor] = None,
     eps: float = 1e-6,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    compat: Optional[str] = None,
 ) -> torch.Tensor:
     """Linear attention: eq. 5/6 (non-causal) or eq. 9 (causal) of Katharopoulos et al.
 
     ``q, k`` are raw; φ (``feature_map``, default elu+1 of eq. 7) is applied inside.
     The causal path is a chunked computation with the constant-memory gradient of
     eqs. 13–15 (:func:`~lra_kit.attention.causal_product.causal_product`): O(length) memory.
+
+    ``compat="nystromformer"`` (non-causal only) reproduces the LRA code the Momentum paper used,
+    :func:`unnormalised_lra_attention` — **not** the paper's formula (book, ``sec-authors-lra``).
     """
     check_qkv(q, k, v)
     check_key_padding_mask(key_padding_mask, k)
     check_eps(eps)
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
+    if compat is not None and causal:
+        raise ValueError(f"compat={compat!r} is the non-causal LRA attention; use causal=False")
     phi = get_feature_map(feature_map)
     phi_q = phi(q)
     phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
+    if compat == "nystromformer":
+        return unnormalised_lra_attention(phi_q, phi_k, v)
     if causal:
         check_causal_lengths(q, k)
         # The denominator φ(Q_i)ᵀZ_i is the numerator of eq. 9 with every value V_j = 1, so one

@@ -100,13 +100,15 @@ class SoftmaxAttention(MultiheadAttention):
 class LinearAttention(MultiheadAttention):
     """Linear attention (Katharopoulos et al. eqs. 5, 9); generation uses the RNN form (eqs. 16–20)."""
 
-    def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, feature_map="elu", eps: float = 1e-6):
+    def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, feature_map="elu", eps: float = 1e-6,
+                 compat: Optional[str] = None):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
-        self.feature_map, self.eps = feature_map, eps
+        self.feature_map, self.eps, self.compat = feature_map, eps, compat
 
     def attend(self, q, k, v, key_padding_mask):
         return linear_attention(
-            q, k, v, causal=self.causal, feature_map=self.feature_map, key_padding_mask=key_padding_mask, eps=self.eps
+            q, k, v, causal=self.causal, feature_map=self.feature_map, key_padding_mask=key_padding_mask, eps=self.eps,
+            compat=self.compat,
         )
 
     def attend_step(self, q_t, k_t, v_t, state):

@@ -26,9 +26,9 @@ from lra_kit.attention.checks import (
     check_step,
 )
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
-from lra_kit.attention.linear import mapped_keys_values, normalise
+from lra_kit.attention.linear import mapped_keys_values, normalise, unnormalised_lra_attention
 
-COMPAT_MODES = (None, "authors_batched")
+COMPAT_MODES = (None, "authors_batched", "authors_lra")
 
 
 def momentum_weights(lag: torch.Tensor, beta: float, gamma: float = 1.0) -> torch.Tensor:
@@ -77,6 +77,9 @@ def momentum_attention(
     ``compat="authors_batched"`` reproduces the authors' public batched code, which weights key j
     by γ(1 − β^{L−j+1})/(1 − β) with L the (padded) sequence length in place of the query index i.
     This is **not** the paper's formula: it agrees with eq. 13 only at the last position i = L.
+    ``compat="authors_lra"`` (non-causal only) is the authors' LRA attention: those weights inside
+    Nyströmformer's unnormalised φ(Q)(φ(K)ᵀV)/√n (:func:`~lra_kit.attention.linear.unnormalised_lra_attention`),
+    also not the paper's formula (book, ``sec-authors-lra``).
     """
     check_qkv(q, k, v)
     check_key_padding_mask(key_padding_mask, k)
@@ -95,8 +98,12 @@ def momentum_attention(
         numerator = gamma * causal_product(phi_q, phi_k, v, beta=beta, chunk_size=chunk_size)
         return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
 
-    mask_for_weights = None if compat == "authors_batched" else key_padding_mask
+    mask_for_weights = None if compat in ("authors_batched", "authors_lra") else key_padding_mask
     w = _key_weights_from_end(mask_for_weights, L, beta, gamma, k.device, phi_k.dtype, B)
+    if compat == "authors_lra":
+        if causal:
+            raise ValueError("compat='authors_lra' is the non-causal LRA attention; use causal=False")
+        return unnormalised_lra_attention(phi_q, phi_k * w, v)
     if causal:  # compat == "authors_batched"
         check_causal_lengths(q, k)
         numerator = causal_product(phi_q, phi_k * w, v, chunk_size=chunk_size)
