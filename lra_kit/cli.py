@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name of the sub-command group -> module that defines add_parser(subparsers)
@@ -48,13 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Errors a user can fix (missing data, no network, a bad option value): a message, not a traceback.
+USER_ERRORS = (FileNotFoundError, ConnectionError, ValueError, RuntimeError)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("lra-kit: interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as err:
+        if os.environ.get("LRA_KIT_DEBUG"):
+            raise
+        print(f"lra-kit {args.command}: error: {err}\n(set LRA_KIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

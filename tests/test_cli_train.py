@@ -80,3 +80,14 @@ def test_generate_writes_a_png_grid_for_mnist(tmp_path, capsys):
 def test_eval_and_generate_reject_non_run_dirs(tmp_path):
     with pytest.raises(SystemExit, match="not a run directory"):
         main(["eval", str(tmp_path)])
+
+
+def test_user_errors_print_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """A missing dataset through the CLI: exit status 1 and the fix, without a traceback."""
+    monkeypatch.setenv("LRA_KIT_DATA", str(tmp_path / "empty"))
+    monkeypatch.setenv("LRA_KIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LRA_KIT_DEBUG", raising=False)
+    assert main(["train", "--task", "mnist", "--attention", "linear", "--scale", "smoke",
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "error" in err and "mnist" in err and "Traceback" not in err
