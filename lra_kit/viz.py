@@ -273,22 +273,6 @@ def draw_momentum_frame(fig, *, beta: float, gamma: float, q, k, max_lag: int = 
 
 # --- measuring on the reader's machine ------------------------------------------------------------
 
-def median_seconds(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs (GUIDE §9: median of repeats)."""
-    import time
-
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x: the measured exponent p in y ∝ xᵖ."""
     x, y = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
