@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Optional
 import torch
 import torch.nn as nn
 
+from lra_kit.attention.checks import check_momentum
 from lra_kit.attention.linear import linear_attention, linear_attention_step
 from lra_kit.attention.momentum import momentum_attention, momentum_attention_step
 from lra_kit.attention.softmax import softmax_attention
@@ -123,8 +124,6 @@ class MomentumAttention(MultiheadAttention):
         feature_map="elu", eps: float = 1e-6, compat: Optional[str] = None,
     ):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
-        from lra_kit.attention.checks import check_momentum
-
         check_momentum(beta, gamma)
         self.beta, self.gamma, self.feature_map, self.eps, self.compat = float(beta), float(gamma), feature_map, eps, compat
 

@@ -81,14 +81,15 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
     return step
 
 
-def _cpu_peaks(jobs, shape, progress):
-    """Peak memory of each job, in a process of its own (see :mod:`lra_kit.bench.measure`)."""
-    fix_mmap_threshold()  # before the first allocation, so that no freed block stays resident
-    device = torch.device("cpu")
+def _peaks(jobs, shape, device_name: str, progress: bool):
+    """Peak memory of each job's forward+backward, after one warm-up run (one-time allocations are not the op's)."""
+    device = torch.device(device_name)
+    if device.type == "cpu":
+        fix_mmap_threshold()  # before the first allocation, so that no freed block stays resident
     out = []
     for N, method in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
         step = make_step(method, N=N, device=device, **shape)
-        step()  # warm-up: one-time allocations are not the operation's
+        step()
         out.append(peak_memory(step, device))
         del step
     return out
@@ -98,16 +99,10 @@ def measure_peaks(jobs, shape, device: torch.device, progress: bool):
     """Peak memory per job. On a CPU this runs in a fresh process: the allocator settings that
     make resident memory measurable (fixed mmap threshold) would slow the timed runs."""
     if device.type == "cuda":
-        peaks = []
-        for N, method in jobs:
-            step = make_step(method, N=N, device=device, **shape)
-            step()
-            peaks.append(peak_memory(step, device))
-            del step
-        return peaks
+        return _peaks(jobs, shape, str(device), progress)
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return pool.submit(_cpu_peaks, jobs, shape, progress).result()
+        return pool.submit(_peaks, jobs, shape, "cpu", progress).result()
 
 
 def peak_memory_by_length(
