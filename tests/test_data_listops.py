@@ -1,4 +1,4 @@
-"""ListOps: tokenizer, evaluator, generator and loaders (lra_kit.data.listops*)."""
+"""ListOps: tokenizer, evaluator, generator and loaders (lra_kit.data.tasks.listops*)."""
 import gzip
 import time
 
@@ -7,9 +7,9 @@ import torch
 import pytest
 from data_helpers import FIXTURES, require_shared_data
 
-from lra_kit.data import listops_format as fmt
-from lra_kit.data.listops import load_listops, scale_config, write_generated
-from lra_kit.data.listops_generator import ListOpsConfig, generate
+from lra_kit.data.formats import listops as fmt
+from lra_kit.data.tasks.listops import load_listops, scale_config, write_generated
+from lra_kit.data.generators.listops import ListOpsConfig, generate
 
 
 @pytest.mark.data

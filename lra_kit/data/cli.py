@@ -13,7 +13,7 @@ from lra_kit.scales import SCALES
 
 
 def _stats(args) -> int:
-    from lra_kit.data.errors import DataError
+    from lra_kit.data.store.errors import DataError
     from lra_kit.data.stats import format_stats, task_stats
 
     options = {}
@@ -27,8 +27,8 @@ def _stats(args) -> int:
     print(format_stats(stats))
     if args.task == "pathfinder":
         from lra_kit.data import load
-        from lra_kit.data.pathfinder import sample_grid
-        from lra_kit.data.paths import cache_dir
+        from lra_kit.data.tasks.pathfinder import sample_grid
+        from lra_kit.data.store.paths import cache_dir
 
         dataset = load("pathfinder", "train", scale=args.scale, difficulty=args.difficulty)
         n = min(24, len(dataset))
@@ -41,7 +41,7 @@ def _stats(args) -> int:
 
 
 def _fetch(args) -> int:
-    from lra_kit.data.fetch import fetch
+    from lra_kit.data.store.fetch import fetch
 
     for path in fetch(args.name):
         print(path)
@@ -51,14 +51,14 @@ def _fetch(args) -> int:
 def _generate(args) -> int:
     out = Path(args.out)
     if args.what == "listops":
-        from lra_kit.data.listops import scale_config, write_generated
+        from lra_kit.data.tasks.listops import scale_config, write_generated
 
         cfg = scale_config(args.scale, seed=args.seed)
         info = write_generated(cfg, out, workers=args.workers)
         print(f"wrote {out}/basic_{{train,val,test}}.tsv {info['sizes']} in {info['seconds']:.1f} s "
               f"(seed {cfg.seed}, lengths {cfg.min_length} < L < {cfg.max_length})")
     else:
-        from lra_kit.data.pathfinder import generate_layout
+        from lra_kit.data.tasks.pathfinder import generate_layout
 
         info = generate_layout(out, difficulty=args.difficulty, n=args.n, scale=args.scale, seed=args.seed,
                                workers=args.workers)
@@ -69,9 +69,9 @@ def _generate(args) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``data`` and its sub-commands on the top-level ``lra-kit`` parser."""
-    from lra_kit.data.pathfinder_generator import DIFFICULTIES
+    from lra_kit.data.generators.pathfinder import DIFFICULTIES
     from lra_kit.data.registry import TASKS
-    from lra_kit.data.sources import fetch_names
+    from lra_kit.data.store.sources import fetch_names
 
     data = subparsers.add_parser("data", help="datasets: statistics, downloads, generators")
     commands = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")

@@ -1,9 +1,9 @@
 """Batching: pad to the longest item and build ``key_padding_mask`` (True = padding).
 
-The mask follows ``nn.MultiheadAttention`` (GUIDE §3). It is built from each item's
+The mask follows ``nn.MultiheadAttention`` (docs/design.md §2). It is built from each item's
 length, never from token values, so a pixel of value 0 is never taken for padding. The
-Nystromformer LRA code instead masks every token equal to 0 (notes/reference-
-implementations.md §4, "Mask = input_ids != 0"), which hides black pixels in Image and
+Nystromformer LRA code instead masks every token equal to 0 (Nyströmformer
+``LRA/code``, docs/reference-implementations.md §4: the mask is ``input_ids != 0``), which hides black pixels in Image and
 Pathfinder; ``mask_pad_tokens=True`` reproduces that quirk for ``compat="nystromformer"``.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 * Official ``cifar-10-python.tar.gz``: pickled batches ``data_batch_1..5`` (train, in that
   order) and ``test_batch``; ``b"data"`` rows are 3,072 bytes, the red, green, then blue
   32x32 planes; ``b"labels"`` 0-9.
-* Offline ``CIFAR-10-images.tar.gz`` (``../shared/data/cifar10-jpeg/PROVENANCE.txt``):
+* Offline ``CIFAR-10-images.tar.gz`` (docs/data-provenance.md, "CIFAR-10 as JPEG"):
   ``CIFAR-10-images/{train,test}/<class>/NNNN.jpg``, JPEG quality 75, LOSSY (PSNR ~30 dB);
   ``NNNN`` is the index within the class in the official order, but the interleaving of
   classes is lost, so images come here class by class.
@@ -20,11 +20,11 @@ import numpy as np
 from PIL import Image
 from tqdm.auto import tqdm
 
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.checksums import locate
-from lra_kit.data.errors import DataUnreadableError
+from lra_kit.data.store.cache import entry_dir, fingerprint
+from lra_kit.data.store.checksums import locate
+from lra_kit.data.store.errors import DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.sources import BUNDLES, fetch_command
+from lra_kit.data.store.sources import BUNDLES, fetch_command
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 _JPEG = re.compile(r"CIFAR-10-images/(train|test)/([a-z]+)/(\d+)\.jpg$")

@@ -10,10 +10,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from lra_kit.data.errors import ChecksumMismatchError, DataMissingError
+from lra_kit.data.store.errors import ChecksumMismatchError, DataMissingError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import cache_dir
-from lra_kit.data.sources import DataFile
+from lra_kit.data.store.paths import cache_dir
+from lra_kit.data.store.sources import DataFile
 
 _CHUNK = 1 << 20
 
@@ -77,7 +77,7 @@ def locate(candidates: list[DataFile] | tuple[DataFile, ...], *, fix: str, root:
     A present but corrupt file raises ``ChecksumMismatchError`` rather than falling through
     to the next candidate: a silently ignored bad download would be a surprise later.
     """
-    from lra_kit.data.paths import data_dir
+    from lra_kit.data.store.paths import data_dir
 
     root = data_dir() if root is None else Path(root)
     for entry in candidates:

@@ -1,7 +1,7 @@
 """LRA Pathfinder-32: generated (seeded) or official ``pathfinder32/<difficulty>/``, one loading path.
 
-Official layout (LRA release; read by the LRA TFDS builder, Nystromformer and S4, notes
-§4, §6, §7): ``pathfinder32/<difficulty>/metadata/<batch>.npy``, each an array of rows
+Official layout (LRA release; read by the LRA TFDS builder, Nystromformer and S4,
+docs/reference-implementations.md §4, §6, §7): ``pathfinder32/<difficulty>/metadata/<batch>.npy``, each an array of rows
 ``[subdir, filename, index, label, ...generator parameters]`` (strings), with the image at
 ``<difficulty>/<subdir>/<filename>`` (``imgs/<batch>/sample_<k>.png``, 8-bit gray 32x32).
 Difficulties: ``easy`` = ``curv_baseline``, ``medium`` = ``curv_contour_length_9``,
@@ -26,14 +26,14 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cache import entry_dir
-from lra_kit.data.errors import DataMissingError, DataUnreadableError
+from lra_kit.data.store.cache import entry_dir
+from lra_kit.data.store.errors import DataMissingError, DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import lra_release_roots
-from lra_kit.data.pathfinder_generator import DIFFICULTIES, PathfinderConfig, generate
-from lra_kit.data.pixels import VOCAB_SIZE, compat_options
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import fetch_command
+from lra_kit.data.store.paths import lra_release_roots
+from lra_kit.data.generators.pathfinder import DIFFICULTIES, PathfinderConfig, generate
+from lra_kit.data.formats.pixels import VOCAB_SIZE, compat_options
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import fetch_command
 from lra_kit.data.splits import check_split
 from lra_kit.scales import get_scale
 
@@ -129,7 +129,7 @@ def generated_arrays(difficulty: str, n: int, seed: int = 0, *, workers: int | N
 
 
 def official_arrays(folder: Path, *, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    from lra_kit.data.cache import fingerprint
+    from lra_kit.data.store.cache import fingerprint
 
     meta = sorted((folder / "metadata").glob("*.npy"))
     cached = entry_dir("pathfinder-official", folder=str(folder.resolve()),

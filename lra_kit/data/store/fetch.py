@@ -16,10 +16,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from lra_kit.data.checksums import sha256_file, verify
-from lra_kit.data.errors import ChecksumMismatchError
-from lra_kit.data.paths import data_dir
-from lra_kit.data.sources import BUNDLES, DataFile, fetch_command
+from lra_kit.data.store.checksums import sha256_file, verify
+from lra_kit.data.store.errors import ChecksumMismatchError
+from lra_kit.data.store.paths import data_dir
+from lra_kit.data.store.sources import BUNDLES, DataFile, fetch_command
 
 _BLOCK = 1 << 16
 

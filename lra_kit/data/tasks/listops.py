@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from lra_kit.data import listops_format as fmt
+from lra_kit.data.formats import listops as fmt
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.errors import DataMissingError
-from lra_kit.data.listops_generator import ListOpsConfig, generate
+from lra_kit.data.store.cache import entry_dir, fingerprint
+from lra_kit.data.store.errors import DataMissingError
+from lra_kit.data.generators.listops import ListOpsConfig, generate
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import lra_release_roots
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import fetch_command
+from lra_kit.data.store.paths import lra_release_roots
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import fetch_command
 from lra_kit.data.splits import check_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from lra_kit.data.paths import cache_dir
+from lra_kit.data.store.paths import cache_dir
 
 FORMAT_VERSION = 1
 
