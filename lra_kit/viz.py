@@ -1,6 +1,6 @@
 """Figures and sliders for the book: small multiples, a kernel-free slider player, live widgets.
 
-The book's rule for interactive figures (GUIDE §5; notes/book-conventions.md §3.5, §7.6):
+The book's rule for interactive figures:
 
 1. a static figure is the content of record (:func:`small_multiples`);
 2. on the static HTML page, with no kernel, the reader can still move the parameters:
@@ -279,38 +279,6 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     if x.size < 2:
         raise ValueError("need at least two points to fit a slope")
     return float(np.polyfit(x, y, 1)[0])
-
-
-def best_seconds(
-    fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1, threads: Optional[int] = None
-) -> float:
-    """Fastest wall time of ``fn()`` over ``repeats`` runs: the run least disturbed by other processes.
-
-    On a shared 2-core machine the median is pulled up by whatever else runs; the book's scaling
-    plots fit exponents, which need the undisturbed cost (the minimum), and say so. ``threads``
-    runs ``fn`` with that many intra-op threads (restored afterwards): one thread avoids the
-    stalls of a thread team competing with other processes for two cores.
-    """
-    import time
-
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
-    previous = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        for _ in range(warmup):
-            fn()
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(previous)
-    return best
 
 
 def log_length_axis(ax, lengths: Sequence[int]) -> None:
