@@ -41,8 +41,9 @@ venv: $(VENV)/.test
 NBVAL_DIR      := .nbval
 TEXT_NOTEBOOKS  = $(shell grep -l '^jupytext:' book/*.md notebooks/*.md 2>/dev/null)
 
-## make test: unit tests, then the notebooks under nbval at smoke scale
+## make test: ruff, the unit tests, then the notebooks under nbval at smoke scale
 test: $(VENV)/.test
+	$(PY) -m ruff check lra_kit tests
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest tests
 	$(MAKE) --no-print-directory nbval
 

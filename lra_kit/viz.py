@@ -20,7 +20,7 @@ import io
 import itertools
 import json
 import uuid
-from typing import Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
 
@@ -65,7 +65,7 @@ def render_frames(
     for index in itertools.product(*(range(len(grid[n])) for n in names)):
         fig = plt.figure(figsize=figsize, layout="constrained")
         try:
-            draw(fig, **{n: grid[n][i] for n, i in zip(names, index)})
+            draw(fig, **{n: grid[n][i] for n, i in zip(names, index, strict=True)})
             frames[",".join(map(str, index))] = figure_to_png_data_uri(fig, dpi=dpi)
         finally:
             plt.close(fig)
@@ -80,8 +80,8 @@ def slider_player_html(
     frames: Mapping[str, str],
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    initial: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """HTML + JavaScript: one range slider per parameter; moving one shows the pre-rendered frame.
 
@@ -142,8 +142,8 @@ def slider_player(
     draw: DrawFrame,
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    initial: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
     figsize: tuple[float, float] = (8.0, 3.0),
     dpi: int = 90,
 ):
@@ -162,7 +162,7 @@ def live_sliders(
     draw: DrawFrame,
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
+    initial: Mapping[str, float] | None = None,
     figsize: tuple[float, float] = (8.0, 3.0),
 ):
     """Live ``ipywidgets`` sliders (Jupyter with a kernel): each move calls ``draw`` again.
@@ -200,8 +200,8 @@ def small_multiples(
     panel_size: tuple[float, float] = (2.4, 2.0),
     sharex: bool = True,
     sharey: bool = True,
-    fixed: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    fixed: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> matplotlib.figure.Figure:
     """A grid of panels, one per (row value, column value): the static content of record.
 
@@ -221,7 +221,8 @@ def small_multiples(
         for c, cv in enumerate(col_values):
             ax = axes[r, c]
             draw(ax, **{row_name: rv, col_name: cv, **dict(fixed or {})})
-            title = f"{labels.get(row_name, row_name)}={_format_value(rv)}, {labels.get(col_name, col_name)}={_format_value(cv)}"
+            row_label, col_label = labels.get(row_name, row_name), labels.get(col_name, col_name)
+            title = f"{row_label}={_format_value(rv)}, {col_label}={_format_value(cv)}"
             ax.set_title(title, fontsize=9)
     return fig
 

@@ -105,7 +105,7 @@ def test_official_fixture_loader_and_generated_round_trip(tmp_path, monkeypatch)
     dataset = load_listops("val", scale="paper", source="official")
     assert dataset.metadata["source"] == "official" and len(dataset) == 10
     rows = fmt.read_tsv(release / "basic_val.tsv")
-    for (ids, label), expression, expected in zip(dataset, rows[0], rows[1]):
+    for (ids, label), expression, expected in zip(dataset, rows[0], rows[1], strict=True):
         assert ids.tolist() == fmt.tokenize(expression).tolist() and label == expected
 
 

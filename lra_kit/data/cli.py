@@ -34,8 +34,9 @@ def _stats(args) -> int:
         n = min(24, len(dataset))
         images = dataset.sequences.values[: n * 1024].reshape(n, 32, 32)
         grid = Path(args.grid) if args.grid else cache_dir() / f"pathfinder_samples_{args.difficulty}.png"
+        source = stats["metadata"].get("source")
         sample_grid(images, dataset.labels()[:n], grid,
-                    title=f"Pathfinder-32 {args.difficulty} ({stats['metadata'].get('source')}), first {n} train images")
+                    title=f"Pathfinder-32 {args.difficulty} ({source}), first {n} train images")
         print(f"sample grid: {grid}")
     return 0
 

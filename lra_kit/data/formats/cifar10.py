@@ -79,7 +79,8 @@ def cifar10_arrays(split: str) -> tuple[np.ndarray, np.ndarray, dict]:
         try:
             arrays = read_python_archive(path) if official else read_jpeg_archive(path)
         except (tarfile.TarError, OSError, EOFError, KeyError, pickle.UnpicklingError) as err:
-            raise DataUnreadableError(path, f"cannot read CIFAR-10 from it: {err!r}", fix=fetch_command("cifar10")) from err
+            raise DataUnreadableError(path, f"cannot read CIFAR-10 from it: {err!r}",
+                                      fix=fetch_command("cifar10")) from err
         for name, (images, labels) in arrays.items():
             if len(labels) != _SIZES[name]:
                 raise DataUnreadableError(path, f"expected {_SIZES[name]:,} {name} images, found {len(labels):,}",

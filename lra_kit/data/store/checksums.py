@@ -71,7 +71,9 @@ def verify(path: str | Path, sha256: str | None, *, fix: str) -> Path:
     return path
 
 
-def locate(candidates: list[DataFile] | tuple[DataFile, ...], *, fix: str, root: Path | None = None) -> tuple[Path, DataFile]:
+def locate(
+    candidates: list[DataFile] | tuple[DataFile, ...], *, fix: str, root: Path | None = None
+) -> tuple[Path, DataFile]:
     """The first candidate file present under ``root`` (default ``data_dir()``), verified.
 
     A present but corrupt file raises ``ChecksumMismatchError`` rather than falling through

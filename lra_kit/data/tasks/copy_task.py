@@ -76,7 +76,8 @@ class CopyTaskDataset(SequenceLMDataset):
     def __getitem__(self, index: int):
         if not -self.size <= index < self.size:
             raise IndexError(index)
-        return torch.from_numpy(copy_sample(self.seed, self.split, index % self.size, self.max_length, *self.word_lengths))
+        sample = copy_sample(self.seed, self.split, index % self.size, self.max_length, *self.word_lengths)
+        return torch.from_numpy(sample)
 
     def lengths(self) -> np.ndarray:
         return np.array([len(copy_sample(self.seed, self.split, i, self.max_length, *self.word_lengths))

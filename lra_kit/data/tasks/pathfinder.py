@@ -91,7 +91,8 @@ def read_layout(folder: Path, *, progress: bool = True) -> tuple[np.ndarray, np.
         try:
             rows = np.load(meta, allow_pickle=False)
         except ValueError as err:
-            raise DataUnreadableError(meta, f"not a metadata array of strings: {err}", fix=fetch_command("lra")) from err
+            raise DataUnreadableError(meta, f"not a metadata array of strings: {err}",
+                                      fix=fetch_command("lra")) from err
         for row in np.atleast_2d(rows):
             path = folder / str(row[0]) / str(row[1])
             try:
@@ -207,7 +208,7 @@ def sample_grid(images: np.ndarray, labels: np.ndarray, path: Path, *, title: st
     fig, axes = plt.subplots(rows, columns, figsize=(1.6 * columns, 1.8 * rows + 0.4), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for ax, image, label in zip(axes.flat, images, labels):
+    for ax, image, label in zip(axes.flat, images, labels, strict=False):
         ax.imshow(image.reshape(32, 32), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
         ax.set_title("connected" if label else "not connected", fontsize=8)
     if title:

@@ -91,7 +91,9 @@ def load_text(split: str, *, scale: str | None = None, preset: str = "lra", max_
     if val_source not in VAL_SOURCES:
         raise ValueError(f"val_source must be one of {VAL_SOURCES}, got {val_source!r}")
     if max_length is None:
-        max_length = PRESETS[preset]["max_length"] if scale != "smoke" else min(SMOKE_MAX_LENGTH, PRESETS[preset]["max_length"])
+        max_length = PRESETS[preset]["max_length"]
+        if scale == "smoke":
+            max_length = min(SMOKE_MAX_LENGTH, max_length)
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     pad_to = PRESETS[preset]["pad_to"]
