@@ -44,7 +44,7 @@ def _stats(args) -> int:
 def _fetch(args) -> int:
     from lra_kit.data.store.fetch import fetch
 
-    for path in fetch(args.name):
+    for path in fetch(args.name, verify=args.verify):
         print(path)
     return 0
 
@@ -87,6 +87,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     fetch = commands.add_parser("fetch", help="download an official archive (sha256-checked, resumable)")
     fetch.add_argument("name", choices=fetch_names())
+    fetch.add_argument("--verify", action="store_true",
+                       help="recompute the sha256 of files already present (finds a file altered without a change "
+                            "of size or time); a mismatch is downloaded again")
     fetch.set_defaults(func=_fetch)
 
     generate = commands.add_parser("generate", help="write a generated set in the official LRA layout")

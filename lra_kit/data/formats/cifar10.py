@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 from tqdm.auto import tqdm
 
-from lra_kit.data.store.cache import entry_dir, fingerprint
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
 from lra_kit.data.store.checksums import locate
 from lra_kit.data.store.errors import DataUnreadableError
 from lra_kit.atomic import atomic_write
@@ -75,7 +75,8 @@ def cifar10_arrays(split: str) -> tuple[np.ndarray, np.ndarray, dict]:
             "lossy": entry.lossy}
     folder = entry_dir("cifar10-arrays", source=fingerprint(path))
     cached = folder / f"{split}.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         try:
             arrays = read_python_archive(path) if official else read_jpeg_archive(path)
         except (tarfile.TarError, OSError, EOFError, KeyError, pickle.UnpicklingError) as err:
@@ -87,5 +88,5 @@ def cifar10_arrays(split: str) -> tuple[np.ndarray, np.ndarray, dict]:
                                           fix=fetch_command("cifar10"))
             with atomic_write(folder / f"{name}.npz") as handle:
                 np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"], info
+        data = {"images": arrays[split][0], "labels": arrays[split][1]}
+    return data["images"], data["labels"], info

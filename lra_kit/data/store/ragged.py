@@ -55,6 +55,12 @@ class Ragged:
         np.savez(path, values=self.values, offsets=self.offsets, **extra)
 
     @classmethod
+    def from_arrays(cls, arrays: dict) -> tuple[Ragged, dict]:
+        """The inverse of :meth:`save` on already loaded arrays: (ragged, the extra arrays)."""
+        extra = {k: v for k, v in arrays.items() if k not in ("values", "offsets")}
+        return cls(arrays["values"], arrays["offsets"]), extra
+
+    @classmethod
     def load(cls, path: Path) -> tuple[Ragged, dict]:
         with np.load(path, allow_pickle=False) as data:
             extra = {k: data[k] for k in data.files if k not in ("values", "offsets")}

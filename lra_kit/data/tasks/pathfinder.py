@@ -26,7 +26,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.store.cache import entry_dir
+from lra_kit.data.store.cache import entry_dir, load_npz
 from lra_kit.data.store.errors import DataMissingError, DataUnreadableError
 from lra_kit.atomic import atomic_write
 from lra_kit.data.store.paths import lra_release_roots
@@ -121,12 +121,13 @@ def generated_arrays(difficulty: str, n: int, seed: int = 0, *, workers: int | N
     """``n`` generated images of ``difficulty`` (cached as arrays after the first call)."""
     cfg = PathfinderConfig(contour_length=DIFFICULTIES[check_difficulty(difficulty)][1], seed=seed)
     cached = entry_dir("pathfinder-generated", n=n, **cfg.as_dict()) / "images.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         images, labels = generate(cfg, n, workers=workers, progress=progress)
         with atomic_write(cached) as handle:
             np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"], cfg
+        return images, labels, cfg
+    return data["images"], data["labels"], cfg
 
 
 def official_arrays(folder: Path, *, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -135,12 +136,13 @@ def official_arrays(folder: Path, *, progress: bool = True) -> tuple[np.ndarray,
     meta = sorted((folder / "metadata").glob("*.npy"))
     cached = entry_dir("pathfinder-official", folder=str(folder.resolve()),
                        metadata=[fingerprint(p) for p in meta]) / "images.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         images, labels = read_layout(folder, progress=progress)
         with atomic_write(cached) as handle:
             np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"]
+        return images, labels
+    return data["images"], data["labels"]
 
 
 def load_pathfinder(split: str, *, scale: str | None = None, difficulty: str = "hard", source: str = "auto",

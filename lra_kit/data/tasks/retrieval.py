@@ -19,7 +19,7 @@ import numpy as np
 
 from lra_kit.data.formats import byte_tokenizer as bt
 from lra_kit.data.base import PairClassificationDataset
-from lra_kit.data.store.cache import entry_dir, fingerprint
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
 from lra_kit.data.store.errors import DataMissingError, DataUnreadableError
 from lra_kit.atomic import atomic_write
 from lra_kit.data.store.paths import lra_release_roots
@@ -80,11 +80,9 @@ def load_retrieval(split: str, *, scale: str | None = None, max_length: int = MA
     path = find_file(split, root)
     folder = entry_dir("aan-bytes", source=fingerprint(path))
     cached = folder / "pairs.npz"
-    if cached.is_file():
-        with np.load(cached) as data:
-            first = Ragged(data["v1"], data["o1"])
-            second = Ragged(data["v2"], data["o2"])
-            labels = data["labels"]
+    data = load_npz(cached, keys=("v1", "o1", "v2", "o2", "labels"))
+    if data is not None:
+        first, second, labels = Ragged(data["v1"], data["o1"]), Ragged(data["v2"], data["o2"]), data["labels"]
     else:
         first, second, labels, _ = read_pairs(path)
         with atomic_write(cached) as handle:

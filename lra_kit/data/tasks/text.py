@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from lra_kit.data.formats import byte_tokenizer as bt
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.store.cache import entry_dir, fingerprint
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
 from lra_kit.data.store.checksums import locate
 from lra_kit.data.store.errors import DataUnreadableError
 from lra_kit.atomic import atomic_write
@@ -73,11 +73,14 @@ def imdb_arrays(split: str) -> tuple[Ragged, np.ndarray, dict]:
     folder = entry_dir("imdb-bytes", source=fingerprint(path))
     info = {"source_file": str(path), "copy": "official" if entry in bundle.files else "offline", "lossy": False}
     cached = folder / f"{split}.npz"
-    if not cached.is_file():
+    arrays = load_npz(cached, keys=("values", "offsets", "labels"))
+    if arrays is None:
         for name, (ragged, labels) in read_archive(path).items():
             with atomic_write(folder / f"{name}.npz") as handle:
                 ragged.save(handle, labels=labels)
-    ragged, extra = Ragged.load(cached)
+            if name == split:
+                arrays = {"values": ragged.values, "offsets": ragged.offsets, "labels": labels}
+    ragged, extra = Ragged.from_arrays(arrays)
     return ragged, extra["labels"], info
 
 
