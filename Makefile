@@ -8,7 +8,8 @@ PIP    := $(PY) -m pip
 TORCH  ?= torch==2.13.0
 LRA_KIT_SCALE_TEST ?= smoke
 LRA_KIT_SCALE_BOOK ?= book
-# The offline datasets (tests marked `data`): ../shared/data when present, unless LRA_KIT_DATA is set.
+# The offline datasets (tests marked `data`; docs/data-provenance.md): an optional default path,
+# used when present and LRA_KIT_DATA is not set.
 ifneq ($(wildcard ../shared/data),)
 LRA_KIT_DATA ?= $(abspath ../shared/data)
 endif
@@ -34,14 +35,15 @@ $(VENV)/.book: $(VENV)/.created pyproject.toml
 
 venv: $(VENV)/.test
 
-# Text notebooks (GUIDE §2): book/*.md and notebooks/*.md that carry a jupytext header.
+# Text notebooks (docs/design.md §1): book/*.md and notebooks/*.md that carry a jupytext header.
 # nbval only collects .ipynb, so `make nbval` converts them into the git-ignored $(NBVAL_DIR)
 # (same sub-folders, sources linked in) and runs them there; nothing generated is committed.
 NBVAL_DIR      := .nbval
 TEXT_NOTEBOOKS  = $(shell grep -l '^jupytext:' book/*.md notebooks/*.md 2>/dev/null)
 
-## make test: unit tests, then the notebooks under nbval at smoke scale
+## make test: ruff, the unit tests, then the notebooks under nbval at smoke scale
 test: $(VENV)/.test
+	$(PY) -m ruff check lra_kit tests
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest tests
 	$(MAKE) --no-print-directory nbval
 

@@ -1,6 +1,6 @@
 """Figures and sliders for the book: small multiples, a kernel-free slider player, live widgets.
 
-The book's rule for interactive figures (GUIDE §5; notes/book-conventions.md §3.5, §7.6):
+The book's rule for interactive figures:
 
 1. a static figure is the content of record (:func:`small_multiples`);
 2. on the static HTML page, with no kernel, the reader can still move the parameters:
@@ -20,7 +20,7 @@ import io
 import itertools
 import json
 import uuid
-from typing import Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
 
@@ -65,7 +65,7 @@ def render_frames(
     for index in itertools.product(*(range(len(grid[n])) for n in names)):
         fig = plt.figure(figsize=figsize, layout="constrained")
         try:
-            draw(fig, **{n: grid[n][i] for n, i in zip(names, index)})
+            draw(fig, **{n: grid[n][i] for n, i in zip(names, index, strict=True)})
             frames[",".join(map(str, index))] = figure_to_png_data_uri(fig, dpi=dpi)
         finally:
             plt.close(fig)
@@ -80,8 +80,8 @@ def slider_player_html(
     frames: Mapping[str, str],
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    initial: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """HTML + JavaScript: one range slider per parameter; moving one shows the pre-rendered frame.
 
@@ -142,8 +142,8 @@ def slider_player(
     draw: DrawFrame,
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    initial: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
     figsize: tuple[float, float] = (8.0, 3.0),
     dpi: int = 90,
 ):
@@ -162,7 +162,7 @@ def live_sliders(
     draw: DrawFrame,
     params: Mapping[str, Sequence[float]],
     *,
-    initial: Optional[Mapping[str, float]] = None,
+    initial: Mapping[str, float] | None = None,
     figsize: tuple[float, float] = (8.0, 3.0),
 ):
     """Live ``ipywidgets`` sliders (Jupyter with a kernel): each move calls ``draw`` again.
@@ -200,8 +200,8 @@ def small_multiples(
     panel_size: tuple[float, float] = (2.4, 2.0),
     sharex: bool = True,
     sharey: bool = True,
-    fixed: Optional[Mapping[str, float]] = None,
-    labels: Optional[Mapping[str, str]] = None,
+    fixed: Mapping[str, float] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> matplotlib.figure.Figure:
     """A grid of panels, one per (row value, column value): the static content of record.
 
@@ -221,7 +221,8 @@ def small_multiples(
         for c, cv in enumerate(col_values):
             ax = axes[r, c]
             draw(ax, **{row_name: rv, col_name: cv, **dict(fixed or {})})
-            title = f"{labels.get(row_name, row_name)}={_format_value(rv)}, {labels.get(col_name, col_name)}={_format_value(cv)}"
+            row_label, col_label = labels.get(row_name, row_name), labels.get(col_name, col_name)
+            title = f"{row_label}={_format_value(rv)}, {col_label}={_format_value(cv)}"
             ax.set_title(title, fontsize=9)
     return fig
 
@@ -279,38 +280,6 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     if x.size < 2:
         raise ValueError("need at least two points to fit a slope")
     return float(np.polyfit(x, y, 1)[0])
-
-
-def best_seconds(
-    fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1, threads: Optional[int] = None
-) -> float:
-    """Fastest wall time of ``fn()`` over ``repeats`` runs: the run least disturbed by other processes.
-
-    On a shared 2-core machine the median is pulled up by whatever else runs; the book's scaling
-    plots fit exponents, which need the undisturbed cost (the minimum), and say so. ``threads``
-    runs ``fn`` with that many intra-op threads (restored afterwards): one thread avoids the
-    stalls of a thread team competing with other processes for two cores.
-    """
-    import time
-
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
-    previous = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        for _ in range(warmup):
-            fn()
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(previous)
-    return best
 
 
 def log_length_axis(ax, lengths: Sequence[int]) -> None:

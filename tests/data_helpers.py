@@ -2,7 +2,8 @@
 
 Tests that read the offline datasets call ``require_shared_data(folder)``: in CI
 (``CI=true``) a missing folder fails the test, elsewhere it skips with the reason.
-``make test`` points ``LRA_KIT_DATA`` at ``../shared/data`` when that folder exists.
+``make test`` points ``LRA_KIT_DATA`` at a folder of offline copies when it finds one
+(docs/data-provenance.md lists them).
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def require_shared_data(name: str) -> Path:
     path = data_dir() / name
     if path.exists():
         return path
-    reason = (f"offline dataset {name!r} not found at {path} (set LRA_KIT_DATA to a copy of ../shared/data, "
-              f"or run `make test`, which does so)")
+    reason = (f"offline dataset {name!r} not found at {path} (set LRA_KIT_DATA to a folder holding the offline "
+              f"copies listed in docs/data-provenance.md)")
     if in_ci():
         pytest.fail(reason)
     pytest.skip(reason)

@@ -9,9 +9,9 @@ import torch
 from lra_kit.cli import main
 from lra_kit.data import (TASKS, ChecksumMismatchError, DataMissingError, DataUnreadableError, cache_dir, collate,
                           data_dir, load)
-from lra_kit.data.fetch import fetch_file
-from lra_kit.data.mnist_files import read_idx
-from lra_kit.data.sources import DataFile
+from lra_kit.data.store.fetch import fetch_file
+from lra_kit.data.formats.mnist import read_idx
+from lra_kit.data.store.sources import DataFile
 from data_helpers import require_shared_data
 
 

@@ -2,7 +2,7 @@
 import torch
 
 from lra_kit.data import load
-from lra_kit.data.copy_task import NUM_SYMBOLS, PAD_ID, SEPARATOR
+from lra_kit.data.tasks.copy_task import NUM_SYMBOLS, PAD_ID, SEPARATOR
 
 
 def test_samples_have_the_papers_form():
@@ -42,7 +42,7 @@ def test_collate_masks_padding_and_marks_second_copy():
 
 def test_paper_scale_word_lengths_follow_the_authors_code():
     """causal-copy/main.py draws |w| in [max_length // 4, (max_length - 1) // 2): 32..62 for 128."""
-    from lra_kit.data.copy_task import load_copy
+    from lra_kit.data.tasks.copy_task import load_copy
 
     data = load_copy("train", scale="paper", size=400)
     words = [(len(data[i]) - 2) // 2 for i in range(400)]

@@ -1,4 +1,4 @@
-"""ListOps: tokenizer, evaluator, generator and loaders (lra_kit.data.listops*)."""
+"""ListOps: tokenizer, evaluator, generator and loaders (lra_kit.data.tasks.listops*)."""
 import gzip
 import time
 
@@ -7,9 +7,9 @@ import torch
 import pytest
 from data_helpers import FIXTURES, require_shared_data
 
-from lra_kit.data import listops_format as fmt
-from lra_kit.data.listops import load_listops, scale_config, write_generated
-from lra_kit.data.listops_generator import ListOpsConfig, generate
+from lra_kit.data.formats import listops as fmt
+from lra_kit.data.tasks.listops import load_listops, scale_config, write_generated
+from lra_kit.data.generators.listops import ListOpsConfig, generate
 
 
 @pytest.mark.data
@@ -105,7 +105,7 @@ def test_official_fixture_loader_and_generated_round_trip(tmp_path, monkeypatch)
     dataset = load_listops("val", scale="paper", source="official")
     assert dataset.metadata["source"] == "official" and len(dataset) == 10
     rows = fmt.read_tsv(release / "basic_val.tsv")
-    for (ids, label), expression, expected in zip(dataset, rows[0], rows[1]):
+    for (ids, label), expression, expected in zip(dataset, rows[0], rows[1], strict=True):
         assert ids.tolist() == fmt.tokenize(expression).tolist() and label == expected
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from lra_kit.data import load
-from lra_kit.data.pathfinder import read_layout, sample_grid, split_indices, write_layout
-from lra_kit.data.pathfinder_generator import DIFFICULTIES, PathfinderConfig, generate, generate_sample
+from lra_kit.data.tasks.pathfinder import read_layout, sample_grid, split_indices, write_layout
+from lra_kit.data.generators.pathfinder import DIFFICULTIES, PathfinderConfig, generate, generate_sample
 
 
 def _centre_line(paddles, per=9):

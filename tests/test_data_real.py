@@ -1,4 +1,4 @@
-"""The real datasets of ../shared/data: split sizes and labels against the published numbers."""
+"""The real (offline) datasets under LRA_KIT_DATA: split sizes and labels against the published numbers."""
 import warnings
 
 import numpy as np
@@ -7,8 +7,8 @@ import torch
 from data_helpers import require_shared_data
 
 from lra_kit.data import load
-from lra_kit.data import byte_tokenizer as bt
-from lra_kit.data.pixels import rgb_to_gray
+from lra_kit.data.formats import byte_tokenizer as bt
+from lra_kit.data.formats.pixels import rgb_to_gray
 
 pytestmark = pytest.mark.data
 

@@ -3,8 +3,8 @@ import pytest
 from data_helpers import FIXTURES
 
 from lra_kit.data import DataMissingError, DataUnreadableError, load
-from lra_kit.data import byte_tokenizer as bt
-from lra_kit.data.retrieval import TEXT_CUT, read_pairs
+from lra_kit.data.formats import byte_tokenizer as bt
+from lra_kit.data.tasks.retrieval import TEXT_CUT, read_pairs
 
 
 @pytest.fixture(autouse=True)

@@ -1,17 +1,17 @@
-"""Data for every experiment: LRA's five tasks, the copy task, MNIST and CIFAR-10 (GUIDE §4).
+"""Data for every experiment: LRA's five tasks, the copy task, MNIST and CIFAR-10 (docs/design.md §4).
 
 ``load(task, split, *, scale=None, **options)`` returns a ``torch.utils.data.Dataset``
 with ``vocab_size``, ``num_classes``, ``max_length``, ``pad_id``, ``kind`` and ``metadata``;
 ``collate`` (or ``dataset.collate``) pads a batch and builds ``key_padding_mask``.
 Original files are read from ``data_dir()`` (``$LRA_KIT_DATA``); generated and processed
 files go to ``cache_dir()`` (``$LRA_KIT_CACHE``). This package knows nothing of
-``lra_kit.models`` or ``lra_kit.train`` (GUIDE §8).
+``lra_kit.models`` or ``lra_kit.train`` (docs/design.md §1).
 """
 from lra_kit.data.base import KINDS, TaskDataset, bind_collate
 from lra_kit.data.collate import collate
-from lra_kit.data.errors import ChecksumMismatchError, DataError, DataMissingError, DataUnreadableError
-from lra_kit.data.fetch import fetch
-from lra_kit.data.paths import cache_dir, data_dir
+from lra_kit.data.store.errors import ChecksumMismatchError, DataError, DataMissingError, DataUnreadableError
+from lra_kit.data.store.fetch import fetch
+from lra_kit.data.store.paths import cache_dir, data_dir
 from lra_kit.data.registry import LM_TASKS, LRA_TASKS, TASKS, load, options_of
 from lra_kit.data.splits import SPLITS
 

@@ -14,7 +14,7 @@ import torch
 from torch.utils.data import Dataset
 
 from lra_kit.data.collate import collate as _collate
-from lra_kit.data.ragged import Ragged
+from lra_kit.data.store.ragged import Ragged
 
 KINDS = ("classification", "retrieval", "lm")
 

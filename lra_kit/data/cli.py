@@ -13,7 +13,7 @@ from lra_kit.scales import SCALES
 
 
 def _stats(args) -> int:
-    from lra_kit.data.errors import DataError
+    from lra_kit.data.store.errors import DataError
     from lra_kit.data.stats import format_stats, task_stats
 
     options = {}
@@ -27,23 +27,24 @@ def _stats(args) -> int:
     print(format_stats(stats))
     if args.task == "pathfinder":
         from lra_kit.data import load
-        from lra_kit.data.pathfinder import sample_grid
-        from lra_kit.data.paths import cache_dir
+        from lra_kit.data.tasks.pathfinder import sample_grid
+        from lra_kit.data.store.paths import cache_dir
 
         dataset = load("pathfinder", "train", scale=args.scale, difficulty=args.difficulty)
         n = min(24, len(dataset))
         images = dataset.sequences.values[: n * 1024].reshape(n, 32, 32)
         grid = Path(args.grid) if args.grid else cache_dir() / f"pathfinder_samples_{args.difficulty}.png"
+        source = stats["metadata"].get("source")
         sample_grid(images, dataset.labels()[:n], grid,
-                    title=f"Pathfinder-32 {args.difficulty} ({stats['metadata'].get('source')}), first {n} train images")
+                    title=f"Pathfinder-32 {args.difficulty} ({source}), first {n} train images")
         print(f"sample grid: {grid}")
     return 0
 
 
 def _fetch(args) -> int:
-    from lra_kit.data.fetch import fetch
+    from lra_kit.data.store.fetch import fetch
 
-    for path in fetch(args.name):
+    for path in fetch(args.name, verify=args.verify):
         print(path)
     return 0
 
@@ -51,14 +52,14 @@ def _fetch(args) -> int:
 def _generate(args) -> int:
     out = Path(args.out)
     if args.what == "listops":
-        from lra_kit.data.listops import scale_config, write_generated
+        from lra_kit.data.tasks.listops import scale_config, write_generated
 
         cfg = scale_config(args.scale, seed=args.seed)
         info = write_generated(cfg, out, workers=args.workers)
         print(f"wrote {out}/basic_{{train,val,test}}.tsv {info['sizes']} in {info['seconds']:.1f} s "
               f"(seed {cfg.seed}, lengths {cfg.min_length} < L < {cfg.max_length})")
     else:
-        from lra_kit.data.pathfinder import generate_layout
+        from lra_kit.data.tasks.pathfinder import generate_layout
 
         info = generate_layout(out, difficulty=args.difficulty, n=args.n, scale=args.scale, seed=args.seed,
                                workers=args.workers)
@@ -69,9 +70,9 @@ def _generate(args) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``data`` and its sub-commands on the top-level ``lra-kit`` parser."""
-    from lra_kit.data.pathfinder_generator import DIFFICULTIES
+    from lra_kit.data.generators.pathfinder import DIFFICULTIES
     from lra_kit.data.registry import TASKS
-    from lra_kit.data.sources import fetch_names
+    from lra_kit.data.store.sources import fetch_names
 
     data = subparsers.add_parser("data", help="datasets: statistics, downloads, generators")
     commands = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
@@ -86,6 +87,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     fetch = commands.add_parser("fetch", help="download an official archive (sha256-checked, resumable)")
     fetch.add_argument("name", choices=fetch_names())
+    fetch.add_argument("--verify", action="store_true",
+                       help="recompute the sha256 of files already present (finds a file altered without a change "
+                            "of size or time); a mismatch is downloaded again")
     fetch.set_defaults(func=_fetch)
 
     generate = commands.add_parser("generate", help="write a generated set in the official LRA layout")

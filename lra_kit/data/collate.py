@@ -1,14 +1,14 @@
 """Batching: pad to the longest item and build ``key_padding_mask`` (True = padding).
 
-The mask follows ``nn.MultiheadAttention`` (GUIDE §3). It is built from each item's
+The mask follows ``nn.MultiheadAttention`` (docs/design.md §2). It is built from each item's
 length, never from token values, so a pixel of value 0 is never taken for padding. The
-Nystromformer LRA code instead masks every token equal to 0 (notes/reference-
-implementations.md §4, "Mask = input_ids != 0"), which hides black pixels in Image and
-Pathfinder; ``mask_pad_tokens=True`` reproduces that quirk for ``compat="nystromformer"``.
+Nystromformer LRA code instead masks every token equal to 0 (Nyströmformer
+``LRA/code``, docs/reference-implementations.md §4: the mask is ``input_ids != 0``), which hides
+black pixels in Image and Pathfinder; ``mask_pad_tokens=True`` reproduces that quirk for ``compat="nystromformer"``.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -49,7 +49,7 @@ def collate(batch: Sequence, *, pad_id: int = 0, pad_to: int | None = None, mask
         if loss_mask is not None:
             out["loss_mask"] = loss_mask(ids, mask)
         return out
-    inputs, labels = zip(*batch)
+    inputs, labels = zip(*batch, strict=True)
     labels = torch.tensor([int(y) for y in labels], dtype=torch.long)
     if isinstance(inputs[0], (tuple, list)):
         ids1, mask1 = pad_sequences([x[0] for x in inputs], **options)

@@ -5,14 +5,14 @@ import inspect
 
 from torch.utils.data import Dataset
 
-from lra_kit.data.copy_task import load_copy
-from lra_kit.data.image import load_image
-from lra_kit.data.listops import load_listops
-from lra_kit.data.pathfinder import load_pathfinder
-from lra_kit.data.pixel_lm import load_pixel_lm
-from lra_kit.data.retrieval import load_retrieval
+from lra_kit.data.tasks.copy_task import load_copy
+from lra_kit.data.tasks.image import load_image
+from lra_kit.data.tasks.listops import load_listops
+from lra_kit.data.tasks.pathfinder import load_pathfinder
+from lra_kit.data.tasks.pixel_lm import load_pixel_lm
+from lra_kit.data.tasks.retrieval import load_retrieval
 from lra_kit.data.splits import SPLITS
-from lra_kit.data.text import load_text
+from lra_kit.data.tasks.text import load_text
 
 _LOADERS = {
     "listops": load_listops,

@@ -1,7 +1,7 @@
 """Split names, scale-dependent subset sizes and seeded index choices.
 
 ``smoke`` keeps tens to hundreds of examples (seconds on a CPU), ``book`` a few thousand,
-``paper`` everything (GUIDE §4). Subsets are chosen by a seeded permutation, so the same
+``paper`` everything (docs/design.md §3). Subsets are chosen by a seeded permutation, so the same
 scale always gives the same examples.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def holdout_split(n: int, n_val: int, *, seed: int) -> tuple[np.ndarray, np.ndar
     """Seeded train/val index split of ``range(n)``: ``n - n_val`` train, ``n_val`` val (each sorted).
 
     The papers' code takes the last 10 % of CIFAR-10's training set in file order (TFDS
-    ``train[90%:]``, notes §6); a seeded permutation gives the same sizes without depending
+    ``train[90%:]``, docs/reference-implementations.md §6); a seeded permutation gives the same sizes without depending
     on an order that the JPEG copy does not keep.
     """
     perm = np.random.default_rng(seed).permutation(n)

@@ -19,7 +19,7 @@ def split_stats(dataset) -> dict:
     labels = dataset.labels()
     if labels is not None:
         values, counts = np.unique(labels, return_counts=True)
-        out["labels"] = {int(v): int(c) for v, c in zip(values, counts)}
+        out["labels"] = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
     return out
 
 

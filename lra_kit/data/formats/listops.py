@@ -10,7 +10,7 @@ Facts used (cited, no code copied):
   two middle values, truncated, for an even count), SM = sum mod 10.
 * Files: ``basic_{train,val,test}.tsv`` with a ``Source<TAB>Target`` header, written by
   ``csv.writer(delimiter='\\t')`` (so rows end in ``\\r\\n``).
-* Tokenizer (LRA ``listops/input_pipeline.py``, notes §6): brackets ``(`` ``)`` are dropped,
+* Tokenizer (LRA ``listops/input_pipeline.py``, docs/reference-implementations.md §6): brackets ``(`` ``)`` are dropped,
   ``]`` kept as a closing token (LRA renames it ``X``), whitespace-separated tokens.
 
 Token ids here are fixed (LRA builds its vocabulary from the validation file, so its ids
@@ -115,7 +115,7 @@ def write_tsv(path: Path | io.TextIOBase, rows) -> None:
 
 def read_tsv(path: Path) -> tuple[list[str], np.ndarray]:
     """Expressions and labels of an official ``basic_*.tsv`` (header ``Source<TAB>Target``)."""
-    from lra_kit.data.errors import DataUnreadableError
+    from lra_kit.data.store.errors import DataUnreadableError
 
     expressions, labels = [], []
     with open(path, newline="") as handle:

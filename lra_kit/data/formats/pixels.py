@@ -4,8 +4,8 @@ Pixels are tokens 0..255 and 0 is a real value (a black pixel), so it can never 
 padding. The sequences are fixed-length (1,024 / 784 / 3,072) and a batch is never padded:
 ``PAD_ID = 256`` lies outside the pixel vocabulary and never appears in ``input_ids``; the
 ``key_padding_mask`` of these tasks is all False. ``compat="nystromformer"`` reproduces the
-Nystromformer/Momentum LRA code, which masks every pixel equal to 0 as padding (notes §4,
-key finding 5): there ``pad_id = 0`` and the mask is ``input_ids == 0``.
+Nystromformer/Momentum LRA code, which masks every pixel equal to 0 as padding
+(docs/reference-implementations.md §4): there ``pad_id = 0`` and the mask is ``input_ids == 0``.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 * Official ``cifar-10-python.tar.gz``: pickled batches ``data_batch_1..5`` (train, in that
   order) and ``test_batch``; ``b"data"`` rows are 3,072 bytes, the red, green, then blue
   32x32 planes; ``b"labels"`` 0-9.
-* Offline ``CIFAR-10-images.tar.gz`` (``../shared/data/cifar10-jpeg/PROVENANCE.txt``):
+* Offline ``CIFAR-10-images.tar.gz`` (docs/data-provenance.md, "CIFAR-10 as JPEG"):
   ``CIFAR-10-images/{train,test}/<class>/NNNN.jpg``, JPEG quality 75, LOSSY (PSNR ~30 dB);
   ``NNNN`` is the index within the class in the official order, but the interleaving of
   classes is lost, so images come here class by class.
@@ -20,11 +20,11 @@ import numpy as np
 from PIL import Image
 from tqdm.auto import tqdm
 
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.checksums import locate
-from lra_kit.data.errors import DataUnreadableError
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
+from lra_kit.data.store.checksums import locate
+from lra_kit.data.store.errors import DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.sources import BUNDLES, fetch_command
+from lra_kit.data.store.sources import BUNDLES, fetch_command
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 _JPEG = re.compile(r"CIFAR-10-images/(train|test)/([a-z]+)/(\d+)\.jpg$")
@@ -75,16 +75,18 @@ def cifar10_arrays(split: str) -> tuple[np.ndarray, np.ndarray, dict]:
             "lossy": entry.lossy}
     folder = entry_dir("cifar10-arrays", source=fingerprint(path))
     cached = folder / f"{split}.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         try:
             arrays = read_python_archive(path) if official else read_jpeg_archive(path)
         except (tarfile.TarError, OSError, EOFError, KeyError, pickle.UnpicklingError) as err:
-            raise DataUnreadableError(path, f"cannot read CIFAR-10 from it: {err!r}", fix=fetch_command("cifar10")) from err
+            raise DataUnreadableError(path, f"cannot read CIFAR-10 from it: {err!r}",
+                                      fix=fetch_command("cifar10")) from err
         for name, (images, labels) in arrays.items():
             if len(labels) != _SIZES[name]:
                 raise DataUnreadableError(path, f"expected {_SIZES[name]:,} {name} images, found {len(labels):,}",
                                           fix=fetch_command("cifar10"))
             with atomic_write(folder / f"{name}.npz") as handle:
                 np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"], info
+        data = {"images": arrays[split][0], "labels": arrays[split][1]}
+    return data["images"], data["labels"], info

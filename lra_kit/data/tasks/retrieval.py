@@ -5,7 +5,7 @@ Format of the official files ``lra_release/tsv_data/new_aan_pairs.{train,eval,te
 header, tab-separated columns ``label, id1, id2, text1, text2``, the label read as a float
 (``0``/``1``; written ``0.0``/``1.0`` in some copies), no quoting. Each text is cut to its
 first 10,000 bytes, byte-encoded (id = byte + 1, padding 0, vocabulary 257) and truncated
-to 4,000 tokens. Split sizes: 147,086 / 18,090 / 17,437 (Nystromformer config, notes §b1).
+to 4,000 tokens. Split sizes: 147,086 / 18,090 / 17,437 (Nystromformer config, docs/reference-implementations.md §8).
 
 The AAN corpus is NOT available offline. Without the LRA release this loader raises
 ``DataMissingError``; no stand-in data is ever presented as AAN. The tests run the
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lra_kit.data import byte_tokenizer as bt
+from lra_kit.data.formats import byte_tokenizer as bt
 from lra_kit.data.base import PairClassificationDataset
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.errors import DataMissingError, DataUnreadableError
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
+from lra_kit.data.store.errors import DataMissingError, DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import lra_release_roots
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import fetch_command
+from lra_kit.data.store.paths import lra_release_roots
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import fetch_command
 from lra_kit.data.splits import check_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 
@@ -80,11 +80,9 @@ def load_retrieval(split: str, *, scale: str | None = None, max_length: int = MA
     path = find_file(split, root)
     folder = entry_dir("aan-bytes", source=fingerprint(path))
     cached = folder / "pairs.npz"
-    if cached.is_file():
-        with np.load(cached) as data:
-            first = Ragged(data["v1"], data["o1"])
-            second = Ragged(data["v2"], data["o2"])
-            labels = data["labels"]
+    data = load_npz(cached, keys=("v1", "o1", "v2", "o2", "labels"))
+    if data is not None:
+        first, second, labels = Ragged(data["v1"], data["o1"]), Ragged(data["v2"], data["o2"]), data["labels"]
     else:
         first, second, labels, _ = read_pairs(path)
         with atomic_write(cached) as handle:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import warnings
 
 from lra_kit.data.base import SequenceLMDataset
-from lra_kit.data.cifar10_files import cifar10_arrays
-from lra_kit.data.mnist_files import mnist_arrays
-from lra_kit.data.pixels import PAD_ID, VOCAB_SIZE
-from lra_kit.data.ragged import Ragged
+from lra_kit.data.formats.cifar10 import cifar10_arrays
+from lra_kit.data.formats.mnist import mnist_arrays
+from lra_kit.data.formats.pixels import PAD_ID, VOCAB_SIZE
+from lra_kit.data.store.ragged import Ragged
 from lra_kit.data.splits import check_split, holdout_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from lra_kit.data.checksums import sha256_file, verify
-from lra_kit.data.errors import ChecksumMismatchError
-from lra_kit.data.paths import data_dir
-from lra_kit.data.sources import BUNDLES, DataFile, fetch_command
+from lra_kit.data.store.checksums import remember, sha256_file
+from lra_kit.data.store.checksums import verify as check_file
+from lra_kit.data.store.errors import ChecksumMismatchError
+from lra_kit.data.store.paths import data_dir
+from lra_kit.data.store.sources import BUNDLES, DataFile, fetch_command
 
 _BLOCK = 1 << 16
 
@@ -44,14 +45,17 @@ def _download(url: str, part: Path, size: int | None) -> None:
                 bar.update(len(block))
 
 
-def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "") -> Path:
-    """Download one file into ``root`` (default ``data_dir()``) unless it is already there and valid."""
+def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "", recheck: bool = False) -> Path:
+    """Download one file into ``root`` (default ``data_dir()``) unless it is already there and valid.
+
+    ``recheck`` hashes a present file even if it was verified before with the same size and time.
+    """
     root = data_dir() if root is None else Path(root)
     target = root / entry.relpath
     fix = fetch_command(name)
     if target.is_file():
         try:
-            return verify(target, entry.sha256, fix=fix)
+            return check_file(target, entry.sha256, fix=fix, recheck=recheck)
         except ChecksumMismatchError:
             print(f"{target}: checksum mismatch, downloading again", file=sys.stderr)
             target.unlink()
@@ -71,18 +75,25 @@ def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "") -> 
         part.unlink()  # a corrupt download is never kept, not even as a resume point
         raise ChecksumMismatchError(target, f"downloaded sha256 {actual}, expected {entry.sha256}", fix=fix)
     os.replace(part, target)
-    if entry.sha256 is None:
+    if entry.sha256 is not None:
+        remember(target, actual)  # hashed just now: the next use need not hash it again
+    else:
         print(f"{target}: sha256 {actual} (no published checksum to compare with)")
     return target
 
 
-def fetch(name: str, *, root: Path | None = None) -> list[Path]:
-    """Fetch bundle ``name`` (see ``sources.BUNDLES``) and unpack it if it is an archive to unpack."""
+def fetch(name: str, *, root: Path | None = None, verify: bool = False) -> list[Path]:
+    """Fetch bundle ``name`` (see ``sources.BUNDLES``) and unpack it if it is an archive to unpack.
+
+    ``verify=True`` recomputes the sha256 of files already present (a mismatch is downloaded again).
+    """
     if name not in BUNDLES:
         raise ValueError(f"name must be one of {tuple(BUNDLES)}, got {name!r}")
+    if not isinstance(verify, bool):
+        raise TypeError(f"verify must be a bool, got {verify!r}")
     bundle = BUNDLES[name]
     root = data_dir() if root is None else Path(root)
-    paths = [fetch_file(entry, root=root, name=name) for entry in bundle.files]
+    paths = [fetch_file(entry, root=root, name=name, recheck=verify) for entry in bundle.files]
     if bundle.extract_to is not None:
         dest = root / bundle.extract_to
         done = dest / ".extracted"

@@ -8,10 +8,10 @@
   ``max_length``.
 * Presets (``preset=``): ``"lra"`` (default) = 4,000 bytes, the LRA paper's setting;
   ``"nystromformer"`` = 1,000 bytes padded to 1,024, what the Nystromformer/Momentum code
-  feeds the model (notes §4, key finding 5; Nystromformer issues #13, #18). An explicit
+  feeds the model (docs/reference-implementations.md §4; Nystromformer issues #13, #18). An explicit
   ``max_length`` overrides the preset's.
 * Dev split (``val_source=``): ``"test"`` (default) = the test set, as LRA, Nystromformer
-  and S4 do (notes §6, §7): there is no separate IMDB dev set in LRA; ``"holdout"`` = a
+  and S4 do (docs/reference-implementations.md §6, §7): there is no separate IMDB dev set in LRA; ``"holdout"`` = a
   seeded 2,500 reviews of train (train keeps 22,500), for model selection without the
   test set.
 * ``smoke`` scale: 256 / 64 / 64 reviews and ``max_length`` 512 unless given.
@@ -24,14 +24,14 @@ import tarfile
 import numpy as np
 from tqdm.auto import tqdm
 
-from lra_kit.data import byte_tokenizer as bt
+from lra_kit.data.formats import byte_tokenizer as bt
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.checksums import locate
-from lra_kit.data.errors import DataUnreadableError
+from lra_kit.data.store.cache import entry_dir, fingerprint, load_npz
+from lra_kit.data.store.checksums import locate
+from lra_kit.data.store.errors import DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import BUNDLES, fetch_command
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import BUNDLES, fetch_command
 from lra_kit.data.splits import check_split, holdout_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 
@@ -73,11 +73,14 @@ def imdb_arrays(split: str) -> tuple[Ragged, np.ndarray, dict]:
     folder = entry_dir("imdb-bytes", source=fingerprint(path))
     info = {"source_file": str(path), "copy": "official" if entry in bundle.files else "offline", "lossy": False}
     cached = folder / f"{split}.npz"
-    if not cached.is_file():
+    arrays = load_npz(cached, keys=("values", "offsets", "labels"))
+    if arrays is None:
         for name, (ragged, labels) in read_archive(path).items():
             with atomic_write(folder / f"{name}.npz") as handle:
                 ragged.save(handle, labels=labels)
-    ragged, extra = Ragged.load(cached)
+            if name == split:
+                arrays = {"values": ragged.values, "offsets": ragged.offsets, "labels": labels}
+    ragged, extra = Ragged.from_arrays(arrays)
     return ragged, extra["labels"], info
 
 
@@ -91,7 +94,9 @@ def load_text(split: str, *, scale: str | None = None, preset: str = "lra", max_
     if val_source not in VAL_SOURCES:
         raise ValueError(f"val_source must be one of {VAL_SOURCES}, got {val_source!r}")
     if max_length is None:
-        max_length = PRESETS[preset]["max_length"] if scale != "smoke" else min(SMOKE_MAX_LENGTH, PRESETS[preset]["max_length"])
+        max_length = PRESETS[preset]["max_length"]
+        if scale == "smoke":
+            max_length = min(SMOKE_MAX_LENGTH, max_length)
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     pad_to = PRESETS[preset]["pad_to"]

@@ -1,13 +1,13 @@
 """The original files every task reads: where they live, where they come from, their sha256.
 
-Each entry is a file under ``data_dir()`` (see ``paths.py``). ``fetch`` downloads the
-official archive; the offline copies in ``../shared/data`` (documented in each folder's
-PROVENANCE.txt) are accepted too, as alternatives with their own pinned checksums.
+Each entry is a file under ``data_dir()`` (see ``store/paths.py``). ``fetch`` downloads the
+official archive; the offline copies (their origin and checks: docs/data-provenance.md) are accepted too, as
+alternatives with their own pinned checksums.
 
 Checksums of the official archives are the published ones used by other loaders
 (TFDS/Keras/torchvision pin the same values): aclImdb_v1.tar.gz and cifar-10-python.tar.gz;
-the MNIST sums are those of ``../shared/data/mnist/PROVENANCE.txt``, whose files are
-byte-identical to the official ones (md5 checked there). The LRA release has no published
+the MNIST sums are those of the offline copy, whose files are byte-identical to the
+official ones (the official md5 sums match; docs/data-provenance.md, "MNIST"). The LRA release has no published
 checksum: ``fetch lra`` prints the sha256 it computed instead of checking one.
 """
 from __future__ import annotations
@@ -53,10 +53,14 @@ BUNDLES: dict[str, Bundle] = {
         "mnist",
         "MNIST, the four official IDX files (LeCun et al. 1998)",
         (
-            _mnist("train-images-idx3-ubyte.gz", "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422),
-            _mnist("train-labels-idx1-ubyte.gz", "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881),
-            _mnist("t10k-images-idx3-ubyte.gz", "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877),
-            _mnist("t10k-labels-idx1-ubyte.gz", "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542),
+            _mnist("train-images-idx3-ubyte.gz",
+                   "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422),
+            _mnist("train-labels-idx1-ubyte.gz",
+                   "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881),
+            _mnist("t10k-images-idx3-ubyte.gz",
+                   "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877),
+            _mnist("t10k-labels-idx1-ubyte.gz",
+                   "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542),
         ),
     ),
     "imdb": Bundle(
@@ -75,7 +79,7 @@ BUNDLES: dict[str, Bundle] = {
                 "imdb/aclImdb_v1_labeled.tar.gz",
                 "93748be5a1e8d260e8521db8209ec1c8f9b3a4177e4da69461d8389ed611b8a6",
                 28630985,
-                note="offline copy without train/unsup (../shared/data/imdb/PROVENANCE.txt)",
+                note="offline copy without train/unsup (docs/data-provenance.md)",
             ),
         ),
     ),
@@ -96,7 +100,7 @@ BUNDLES: dict[str, Bundle] = {
                 "ee79abb3161efcdbbf627a414d1396d0f0d2f8da894f2377a5037db3c5820797",
                 19438102,
                 lossy=True,
-                note="LOSSY JPEG copy (quality 75, PSNR ~30 dB; ../shared/data/cifar10-jpeg/PROVENANCE.txt)",
+                note="LOSSY JPEG copy (quality 75, PSNR ~30 dB; docs/data-provenance.md)",
             ),
         ),
     ),
@@ -122,14 +126,14 @@ LISTOPS_NANGIA_BOWMAN_TEST = DataFile(
     "dd84d1e7e5760d2544d1140ef541dff6936676d2a74b733c1a8d5f75a384e440",
     373271,
     ("https://raw.githubusercontent.com/nyu-mll/spinn/listops-release/python/spinn/data/listops/test_d20s.tsv",),
-    note="offline copy: ../shared/data/listops-nangia-bowman (gzip of the original test_d20s.tsv)",
+    note="offline copy: gzip of the original test_d20s.tsv (docs/data-provenance.md)",
 )
 
 
 def fetch_command(name: str) -> str:
     """The command that puts bundle ``name`` in place (quoted in error messages)."""
-    if name in ("mnist", "imdb", "cifar10"):  # these have offline copies in ../shared/data
-        return f"lra-kit data fetch {name}   (or point $LRA_KIT_DATA at a copy of ../shared/data)"
+    if name in ("mnist", "imdb", "cifar10"):  # these have offline copies (docs/data-provenance.md)
+        return f"lra-kit data fetch {name}   (or point $LRA_KIT_DATA at a folder with the offline copies)"
     return f"lra-kit data fetch {name}"
 
 

@@ -10,9 +10,9 @@ import gzip
 
 import numpy as np
 
-from lra_kit.data.checksums import locate
-from lra_kit.data.errors import DataUnreadableError
-from lra_kit.data.sources import BUNDLES, fetch_command
+from lra_kit.data.store.checksums import locate
+from lra_kit.data.store.errors import DataUnreadableError
+from lra_kit.data.store.sources import BUNDLES, fetch_command
 
 _FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
           "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}

@@ -10,10 +10,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from lra_kit.data.errors import ChecksumMismatchError, DataMissingError
+from lra_kit.data.store.errors import ChecksumMismatchError, DataMissingError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import cache_dir
-from lra_kit.data.sources import DataFile
+from lra_kit.data.store.cache import remove_orphans
+from lra_kit.data.store.paths import cache_dir
+from lra_kit.data.store.sources import DataFile
 
 _CHUNK = 1 << 20
 
@@ -40,6 +41,7 @@ def _load_stamps() -> dict:
 
 
 def _save_stamp(key: str, sha256: str) -> None:
+    remove_orphans(cache_dir())  # temporary files of killed writes of this record
     stamps = _load_stamps()
     stamps[key] = sha256
     try:
@@ -49,15 +51,25 @@ def _save_stamp(key: str, sha256: str) -> None:
         pass  # an unwritable cache only costs a re-hash next time
 
 
-def verify(path: str | Path, sha256: str | None, *, fix: str) -> Path:
-    """Return ``path`` if it exists and matches ``sha256`` (None: existence only); raise otherwise."""
+def remember(path: str | Path, sha256: str) -> None:
+    """Record that ``path``, at its current size and time, has hash ``sha256`` (just computed by the caller)."""
+    _save_stamp(_stamp_key(Path(path)), sha256)
+
+
+def verify(path: str | Path, sha256: str | None, *, fix: str, recheck: bool = False) -> Path:
+    """Return ``path`` if it exists and matches ``sha256`` (None: existence only); raise otherwise.
+
+    A file already verified with the same path, size and modification time is not hashed again,
+    unless ``recheck``: only a full hash finds a file altered in place without a change of size
+    or time (``lra-kit data fetch --verify``).
+    """
     path = Path(path)
     if not path.is_file():
         raise DataMissingError(path, fix=fix)
     if sha256 is None:
         return path
     key = _stamp_key(path)
-    if _load_stamps().get(key) == sha256:
+    if not recheck and _load_stamps().get(key) == sha256:
         return path
     actual = sha256_file(path)
     if actual != sha256:
@@ -71,13 +83,15 @@ def verify(path: str | Path, sha256: str | None, *, fix: str) -> Path:
     return path
 
 
-def locate(candidates: list[DataFile] | tuple[DataFile, ...], *, fix: str, root: Path | None = None) -> tuple[Path, DataFile]:
+def locate(
+    candidates: list[DataFile] | tuple[DataFile, ...], *, fix: str, root: Path | None = None
+) -> tuple[Path, DataFile]:
     """The first candidate file present under ``root`` (default ``data_dir()``), verified.
 
     A present but corrupt file raises ``ChecksumMismatchError`` rather than falling through
     to the next candidate: a silently ignored bad download would be a surprise later.
     """
-    from lra_kit.data.paths import data_dir
+    from lra_kit.data.store.paths import data_dir
 
     root = data_dir() if root is None else Path(root)
     for entry in candidates:

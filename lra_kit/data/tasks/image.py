@@ -1,6 +1,6 @@
 """LRA Image: CIFAR-10 as grayscale 1,024-pixel sequences, 10 classes.
 
-Pipeline (LRA ``image/input_pipeline.py``, notes §6): RGB -> ``tf.image.rgb_to_grayscale``
+Pipeline (LRA ``image/input_pipeline.py``, docs/reference-implementations.md §6): RGB -> ``tf.image.rgb_to_grayscale``
 -> ints 0..255, flattened in raster order; vocabulary 256. Splits: the papers' code takes
 TFDS ``train[:90%]`` / ``train[90%:]`` / ``test`` = 45,000 / 5,000 / 10,000; here the
 5,000 validation images are a seeded draw from the 50,000 training images (``split_seed``).
@@ -14,9 +14,9 @@ from __future__ import annotations
 import warnings
 
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cifar10_files import cifar10_arrays
-from lra_kit.data.pixels import VOCAB_SIZE, compat_options, rgb_to_gray
-from lra_kit.data.ragged import Ragged
+from lra_kit.data.formats.cifar10 import cifar10_arrays
+from lra_kit.data.formats.pixels import VOCAB_SIZE, compat_options, rgb_to_gray
+from lra_kit.data.store.ragged import Ragged
 from lra_kit.data.splits import check_split, holdout_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 

@@ -9,7 +9,7 @@ gated recurrent units", §3 and supplement; LRA uses the 32x32 version, Tay et a
   on two different paths (label 0);
 * difficulty is set by the contour length, the number of paddles of the paths that carry
   the markers: 6, 9, 14 (LRA's folders ``curv_baseline``, ``curv_contour_length_9``,
-  ``curv_contour_length_14``; LRA's Pathfinder is the last, notes §6);
+  ``curv_contour_length_14``; LRA's Pathfinder is the last, docs/reference-implementations.md §6);
 * shorter distractor paths fill the image; paths do not cross or touch; consecutive
   paddles turn by a bounded random angle (the "continuity" of the original generator).
 

@@ -1,6 +1,6 @@
 """Byte-level tokenization of LRA Text and Retrieval.
 
-LRA encodes text with TFDS's ``ByteTextEncoder`` (notes §6): each UTF-8 byte ``b`` becomes
+LRA encodes text with TFDS's ``ByteTextEncoder`` (docs/reference-implementations.md §6): each UTF-8 byte ``b`` becomes
 id ``b + 1`` and 0 is padding, a vocabulary of 257. The same ids are used here.
 """
 from __future__ import annotations

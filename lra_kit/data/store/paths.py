@@ -1,8 +1,8 @@
-"""Where datasets are read from and where derived files are written (GUIDE §4).
+"""Where datasets are read from and where derived files are written (docs/design.md §4).
 
 * ``data_dir()``: ``$LRA_KIT_DATA`` or ``~/.cache/lra_kit``. Holds the original files
-  (downloaded by ``lra-kit data fetch`` or the offline copies of ``../shared/data``).
-  It may be read-only (CI points it at ``../shared/data``), so nothing is ever written
+  (downloaded by ``lra-kit data fetch``, or the offline copies described in docs/data-provenance.md).
+  It may be read-only (CI points it at a shared read-only copy), so nothing is ever written
   there except by ``fetch``.
 * ``cache_dir()``: ``$LRA_KIT_CACHE`` or ``~/.cache/lra_kit/cache``. Generated ListOps and
   Pathfinder sets and processed tensors go here, each written atomically.

@@ -20,7 +20,7 @@ class Ragged:
             raise ValueError("offsets must start at 0 and end at len(values)")
 
     @classmethod
-    def from_sequences(cls, sequences, dtype=np.int16) -> "Ragged":
+    def from_sequences(cls, sequences, dtype=np.int16) -> Ragged:
         sequences = [np.asarray(s, dtype=dtype) for s in sequences]
         lengths = np.array([len(s) for s in sequences], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -28,7 +28,7 @@ class Ragged:
         return cls(values.astype(dtype, copy=False), offsets)
 
     @classmethod
-    def from_dense(cls, array: np.ndarray) -> "Ragged":
+    def from_dense(cls, array: np.ndarray) -> Ragged:
         """Equal-length rows of a 2-D array (pixel sequences)."""
         array = np.ascontiguousarray(array)
         n, length = array.shape
@@ -44,7 +44,7 @@ class Ragged:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def take(self, indices) -> "Ragged":
+    def take(self, indices) -> Ragged:
         """A new Ragged with the rows ``indices`` in that order."""
         indices = np.asarray(indices)
         if len(indices) == len(self) and np.array_equal(indices, np.arange(len(self))):
@@ -55,7 +55,13 @@ class Ragged:
         np.savez(path, values=self.values, offsets=self.offsets, **extra)
 
     @classmethod
-    def load(cls, path: Path) -> tuple["Ragged", dict]:
+    def from_arrays(cls, arrays: dict) -> tuple[Ragged, dict]:
+        """The inverse of :meth:`save` on already loaded arrays: (ragged, the extra arrays)."""
+        extra = {k: v for k, v in arrays.items() if k not in ("values", "offsets")}
+        return cls(arrays["values"], arrays["offsets"]), extra
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[Ragged, dict]:
         with np.load(path, allow_pickle=False) as data:
             extra = {k: data[k] for k in data.files if k not in ("values", "offsets")}
             return cls(data["values"], data["offsets"]), extra

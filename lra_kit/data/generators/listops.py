@@ -1,7 +1,7 @@
 """A seeded, parallel ListOps generator written from the LRA generation procedure.
 
 Procedure (google-research/long-range-arena ``lra_benchmarks/data/listops.py``, read at
-commit cd31e5c; ``../shared/data/listops-nangia-bowman/PROVENANCE.txt``; notes §6):
+commit cd31e5c; docs/reference-implementations.md §6):
 
 * a node at depth < ``max_depth`` is an operator with probability ``VALUE_P = 0.25``,
   otherwise a digit 0-9; at ``max_depth`` it is always a digit; the root has depth 1;
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lra_kit.data.listops_format import OPERATORS, apply_operator
+from lra_kit.data.formats.listops import OPERATORS, apply_operator
 
 VALUE_P = 0.25
 

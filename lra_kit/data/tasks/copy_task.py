@@ -64,7 +64,7 @@ class CopyTaskDataset(SequenceLMDataset):
 
     def __init__(self, split: str, size: int, *, seed: int, max_length: int, word_lengths: tuple[int, int],
                  metadata: dict):
-        from lra_kit.data.ragged import Ragged
+        from lra_kit.data.store.ragged import Ragged
 
         super().__init__(Ragged(np.zeros(0), np.zeros(1)), task="copy", split=split, vocab_size=VOCAB_SIZE,
                          max_length=max_length, pad_id=PAD_ID, metadata=metadata)
@@ -76,7 +76,8 @@ class CopyTaskDataset(SequenceLMDataset):
     def __getitem__(self, index: int):
         if not -self.size <= index < self.size:
             raise IndexError(index)
-        return torch.from_numpy(copy_sample(self.seed, self.split, index % self.size, self.max_length, *self.word_lengths))
+        sample = copy_sample(self.seed, self.split, index % self.size, self.max_length, *self.word_lengths)
+        return torch.from_numpy(sample)
 
     def lengths(self) -> np.ndarray:
         return np.array([len(copy_sample(self.seed, self.split, i, self.max_length, *self.word_lengths))

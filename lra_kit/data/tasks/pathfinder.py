@@ -1,7 +1,7 @@
 """LRA Pathfinder-32: generated (seeded) or official ``pathfinder32/<difficulty>/``, one loading path.
 
-Official layout (LRA release; read by the LRA TFDS builder, Nystromformer and S4, notes
-§4, §6, §7): ``pathfinder32/<difficulty>/metadata/<batch>.npy``, each an array of rows
+Official layout (LRA release; read by the LRA TFDS builder, Nystromformer and S4,
+docs/reference-implementations.md §4, §6, §7): ``pathfinder32/<difficulty>/metadata/<batch>.npy``, each an array of rows
 ``[subdir, filename, index, label, ...generator parameters]`` (strings), with the image at
 ``<difficulty>/<subdir>/<filename>`` (``imgs/<batch>/sample_<k>.png``, 8-bit gray 32x32).
 Difficulties: ``easy`` = ``curv_baseline``, ``medium`` = ``curv_contour_length_9``,
@@ -26,14 +26,14 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cache import entry_dir
-from lra_kit.data.errors import DataMissingError, DataUnreadableError
+from lra_kit.data.store.cache import entry_dir, load_npz
+from lra_kit.data.store.errors import DataMissingError, DataUnreadableError
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import lra_release_roots
-from lra_kit.data.pathfinder_generator import DIFFICULTIES, PathfinderConfig, generate
-from lra_kit.data.pixels import VOCAB_SIZE, compat_options
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import fetch_command
+from lra_kit.data.store.paths import lra_release_roots
+from lra_kit.data.generators.pathfinder import DIFFICULTIES, PathfinderConfig, generate
+from lra_kit.data.formats.pixels import VOCAB_SIZE, compat_options
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import fetch_command
 from lra_kit.data.splits import check_split
 from lra_kit.scales import get_scale
 
@@ -91,7 +91,8 @@ def read_layout(folder: Path, *, progress: bool = True) -> tuple[np.ndarray, np.
         try:
             rows = np.load(meta, allow_pickle=False)
         except ValueError as err:
-            raise DataUnreadableError(meta, f"not a metadata array of strings: {err}", fix=fetch_command("lra")) from err
+            raise DataUnreadableError(meta, f"not a metadata array of strings: {err}",
+                                      fix=fetch_command("lra")) from err
         for row in np.atleast_2d(rows):
             path = folder / str(row[0]) / str(row[1])
             try:
@@ -120,26 +121,28 @@ def generated_arrays(difficulty: str, n: int, seed: int = 0, *, workers: int | N
     """``n`` generated images of ``difficulty`` (cached as arrays after the first call)."""
     cfg = PathfinderConfig(contour_length=DIFFICULTIES[check_difficulty(difficulty)][1], seed=seed)
     cached = entry_dir("pathfinder-generated", n=n, **cfg.as_dict()) / "images.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         images, labels = generate(cfg, n, workers=workers, progress=progress)
         with atomic_write(cached) as handle:
             np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"], cfg
+        return images, labels, cfg
+    return data["images"], data["labels"], cfg
 
 
 def official_arrays(folder: Path, *, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    from lra_kit.data.cache import fingerprint
+    from lra_kit.data.store.cache import fingerprint
 
     meta = sorted((folder / "metadata").glob("*.npy"))
     cached = entry_dir("pathfinder-official", folder=str(folder.resolve()),
                        metadata=[fingerprint(p) for p in meta]) / "images.npz"
-    if not cached.is_file():
+    data = load_npz(cached, keys=("images", "labels"))
+    if data is None:
         images, labels = read_layout(folder, progress=progress)
         with atomic_write(cached) as handle:
             np.savez(handle, images=images, labels=labels)
-    with np.load(cached) as data:
-        return data["images"], data["labels"]
+        return images, labels
+    return data["images"], data["labels"]
 
 
 def load_pathfinder(split: str, *, scale: str | None = None, difficulty: str = "hard", source: str = "auto",
@@ -207,7 +210,7 @@ def sample_grid(images: np.ndarray, labels: np.ndarray, path: Path, *, title: st
     fig, axes = plt.subplots(rows, columns, figsize=(1.6 * columns, 1.8 * rows + 0.4), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for ax, image, label in zip(axes.flat, images, labels):
+    for ax, image, label in zip(axes.flat, images, labels, strict=False):
         ax.imshow(image.reshape(32, 32), cmap="gray", vmin=0, vmax=255, interpolation="nearest")
         ax.set_title("connected" if label else "not connected", fontsize=8)
     if title:

@@ -13,26 +13,28 @@ subset.
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from lra_kit.data import listops_format as fmt
+from lra_kit.data.formats import listops as fmt
 from lra_kit.data.base import SequenceClassificationDataset
-from lra_kit.data.cache import entry_dir, fingerprint
-from lra_kit.data.errors import DataMissingError
-from lra_kit.data.listops_generator import ListOpsConfig, generate
+from lra_kit.data.store.cache import discard, entry_dir, fingerprint, load_npz
+from lra_kit.data.store.errors import DataMissingError
+from lra_kit.data.generators.listops import ListOpsConfig, generate
 from lra_kit.atomic import atomic_write
-from lra_kit.data.paths import lra_release_roots
-from lra_kit.data.ragged import Ragged
-from lra_kit.data.sources import fetch_command
+from lra_kit.data.store.paths import lra_release_roots
+from lra_kit.data.store.ragged import Ragged
+from lra_kit.data.store.sources import fetch_command
 from lra_kit.data.splits import check_split, scale_size, subset_indices
 from lra_kit.scales import get_scale
 
 MAX_LENGTH = 2000
 SOURCES = ("auto", "official", "generated")
 TSV_NAMES = {split: f"basic_{split}.tsv" for split in ("train", "val", "test")}
+SIZES_NAME = "sizes.json"  # byte size of each generated TSV when written: a truncated file is noticed
 
 
 def scale_config(scale: str | None = None, seed: int = 0) -> ListOpsConfig:
@@ -69,17 +71,37 @@ def write_generated(cfg: ListOpsConfig, out_dir: Path, *, workers: int | None = 
 def generated_dir(cfg: ListOpsConfig, *, workers: int | None = None, progress: bool = True) -> Path:
     """The cache folder holding the generated set of ``cfg`` (generated at first use)."""
     folder = entry_dir("listops-generated", **cfg.as_dict())
-    if not all((folder / name).is_file() for name in TSV_NAMES.values()):
+    if not _generated_complete(folder):
         write_generated(cfg, folder, workers=workers, progress=progress)
+        sizes = {name: (folder / name).stat().st_size for name in TSV_NAMES.values()}
+        with atomic_write(folder / SIZES_NAME, "w") as handle:
+            json.dump(sizes, handle, sort_keys=True)
     return folder
+
+
+def _generated_complete(folder: Path) -> bool:
+    """All three TSV files present with the sizes recorded when they were written (a truncated one is rebuilt)."""
+    paths = [folder / name for name in TSV_NAMES.values()]
+    if not all(p.is_file() for p in paths):
+        return False
+    try:
+        sizes = json.loads((folder / SIZES_NAME).read_text())
+    except (OSError, ValueError):
+        return False  # written before sizes were recorded, or the record itself is damaged: regenerate
+    for p in paths:
+        if sizes.get(p.name) != p.stat().st_size:
+            discard(p, f"{p.stat().st_size:,} bytes, {sizes.get(p.name)} when written")
+            return False
+    return True
 
 
 def tokenized(tsv: Path, *, max_length: int = MAX_LENGTH) -> tuple[Ragged, np.ndarray]:
     """Token ids and labels of one TSV file, cached as ``.npz`` next to nothing in ``data_dir()``."""
     folder = entry_dir("listops-tokenized", source=fingerprint(tsv), max_length=max_length)
     cached = folder / "tokens.npz"
-    if cached.is_file():
-        ragged, extra = Ragged.load(cached)
+    arrays = load_npz(cached, keys=("values", "offsets", "labels"))
+    if arrays is not None:
+        ragged, extra = Ragged.from_arrays(arrays)
         return ragged, extra["labels"]
     expressions, labels = fmt.read_tsv(tsv)
     ragged = Ragged.from_sequences([fmt.tokenize(e)[:max_length] for e in expressions], dtype=np.int8)

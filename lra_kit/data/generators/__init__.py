@@ -1,0 +1,1 @@
+"""The ListOps and Pathfinder generators, written from the published generation procedures."""

@@ -1,0 +1,1 @@
+"""Where files live and how they are kept: paths, caches, checksums, fetching, sources and errors."""

@@ -1,0 +1,1 @@
+"""One module per task: each turns original or generated files into a dataset (``load_<task>``)."""
