@@ -15,7 +15,8 @@ def make(d=16, heads=4, *, seed=0, **kw):
 
 def inputs(B=2, n=13, l=5, d=16, seed=1):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(B, n, d, generator=g, dtype=torch.float64), torch.randn(1, l, d, generator=g, dtype=torch.float64)
+    x = torch.randn(B, n, d, generator=g, dtype=torch.float64)
+    return x, torch.randn(1, l, d, generator=g, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("tie_kv", [False, True])

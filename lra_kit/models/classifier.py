@@ -34,7 +34,10 @@ def mlp_head(d_in: int, d_hidden: int, num_classes: int) -> nn.Sequential:
 
 
 class LRAClassifier(nn.Module):
-    """Sequence classification (ListOps, Text, Image, Pathfinder): ``forward(input_ids, key_padding_mask) -> logits``."""
+    """Sequence classification (ListOps, Text, Image, Pathfinder).
+
+    ``forward(input_ids, key_padding_mask) -> logits``.
+    """
 
     def __init__(self, cfg: ModelConfig, *, vocab_size: int, num_classes: int, max_length: int, pad_id: int = 0):
         super().__init__()

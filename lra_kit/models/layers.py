@@ -21,8 +21,9 @@ Derived in the book, chapter "Momentum connection and adaptive momentum" (``sec-
 ``sec-adaptive-momentum``); the Luna layer in "Luna: pack and unpack" (``sec-luna-contextual-p``).
 
 "the rest of the layer" f of eq. 15 is the LayerNorm/FFN part: pre-LN (the LRA code of the
-Momentum paper, Nyströmformer's ``LRA/code/model.py``; docs/reference-implementations.md §4) x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna,
-fast-transformers) x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
+Momentum paper, Nyströmformer's ``LRA/code/model.py``; docs/reference-implementations.md §4)
+x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna, fast-transformers)
+x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
 """
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ class FeedForward(nn.Sequential):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str):
         act = nn.GELU() if activation == "gelu" else nn.ReLU()
-        super().__init__(nn.Linear(d_model, d_ff), act, nn.Dropout(dropout), nn.Linear(d_ff, d_model), nn.Dropout(dropout))
+        super().__init__(nn.Linear(d_model, d_ff), act, nn.Dropout(dropout), nn.Linear(d_ff, d_model),
+                         nn.Dropout(dropout))
 
 
 class TransformerLayer(nn.Module):
