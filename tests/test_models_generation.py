@@ -1,12 +1,14 @@
 """Causal LM: recurrent generation = parallel model on the growing prefix; the logistic mixture."""
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 import torch
 
 from lra_kit.models import CausalLM, ModelConfig, build_model, logistic_mixture_log_pmf
+from lra_kit.models.layers import returns_final_state
 
 CASES = [
     ("softmax", {}, "residual"),
@@ -51,6 +53,63 @@ def test_step_outputs_match_parallel_outputs(attention, options, connection):
             h, states = model.encoder.step(x[:, t], states)
             steps.append(model.log_probs(h))
     torch.testing.assert_close(torch.stack(steps, 1), parallel, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("attention,options,connection", CASES)
+@pytest.mark.parametrize("m", [1, 9, 17])
+def test_prefill_then_step_equals_parallel_and_stepping(attention, options, connection, m):
+    """Prefill m positions in one call, step the rest: the same log-probabilities as the parallel
+    forward and as stepping every position, and the same states as stepping."""
+    model = lm(attention, options, connection).eval()
+    ids = torch.randint(0, 11, (2, 17), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        parallel = model(ids)
+        x = model.embed(ids)
+        h, states = model.encoder.prefill(x[:, :m])
+        outs = [model.log_probs(h)]
+        for t in range(m, 17):
+            h_t, states = model.encoder.step(x[:, t], states)
+            outs.append(model.log_probs(h_t)[:, None])
+        stepped_states = None
+        for t in range(m):
+            _, stepped_states = model.encoder.step(x[:, t], stepped_states)
+        prefilled = model.encoder.prefill(x[:, :m])[1]
+    torch.testing.assert_close(torch.cat(outs, 1), parallel, rtol=1e-4, atol=1e-4)
+    for a, b in zip(prefilled, stepped_states):
+        for u, w in zip(a, b):
+            torch.testing.assert_close(u.to(w.dtype), w, rtol=1e-4, atol=1e-5)
+
+
+def counted(forward, calls):
+    @functools.wraps(forward)  # keeps the signature that prefill inspects
+    def wrapper(x, *args, **kwargs):
+        calls.append(x.shape)
+        return forward(x, *args, **kwargs)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("attention,options", [("luna", {}), ("linear", {}), ("momentum", {"beta": 0.6})])
+def test_prefill_uses_the_parallel_form(attention, options, monkeypatch):
+    """The prompt goes through attention in one call per layer, not one step per token."""
+    model = lm(attention, options, "residual").eval()
+    if not returns_final_state(model.encoder.layers[0].attn):
+        pytest.skip(f"{attention}: the attention module's forward has no output_final_state yet")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("step() was called during prefill")
+
+    prompt = torch.randint(0, 11, (2, 9), generator=torch.Generator().manual_seed(4))
+    reference = model.generate(prompt, 5, greedy=True, recurrent=False)
+    calls = []
+    for layer in model.encoder.layers:
+        monkeypatch.setattr(layer.attn, "step", refuse)
+        monkeypatch.setattr(layer.attn, "forward", counted(layer.attn.forward, calls))
+    with torch.no_grad():
+        model.encoder.prefill(model.embed(prompt))
+    assert calls == [torch.Size([2, 9, 16])] * len(model.encoder.layers)
+    monkeypatch.undo()
+    assert torch.equal(model.generate(prompt, 5, greedy=True), reference)
 
 
 def test_recurrent_state_does_not_grow_for_linear_momentum_luna():

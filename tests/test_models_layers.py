@@ -1,10 +1,12 @@
 """Layers, connections and classifiers of lra_kit.models (CPU, seconds)."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from lra_kit.models import Carry, LunaLayer, ModelConfig, TransformerLayer, build_model
+from lra_kit.models import Carry, LunaLayer, ModelConfig, TransformerLayer, adaptive_momentum, build_model
 
 ATTN = {"softmax": {}, "linear": {}, "momentum": {"beta": 0.6, "gamma": 0.9}}
 
@@ -33,11 +35,54 @@ def test_momentum_connection_with_beta0_gamma1_is_the_residual(attention, norm, 
 
 
 def test_momentum_connection_formula():
-    """h = x + γ̃·V̂ + β̃·(x − x_prev) (GUIDE §6), and no momentum term in the first layer."""
+    """h = x + γ̃·V̂ + β̃·(x − x_prev) (docs/design.md §6.3), and no momentum term in the first layer."""
     layer = TransformerLayer(small("linear", connection="momentum", connection_beta=0.3, connection_gamma=0.7))
     x, v, x_prev = torch.randn(3, 2, 5, 16).unbind(0)
     torch.testing.assert_close(layer.connect(x, v, Carry(x_prev, v)), x + 0.7 * v + 0.3 * (x - x_prev))
     torch.testing.assert_close(layer.connect(x, v, Carry()), x + 0.7 * v)
+
+
+# Adaptive momentum, eq. 18 (a rule between layers) ---------------------------------------
+
+
+def test_adaptive_momentum_formula_all_elements():
+    g_prev = torch.tensor([3.0, 4.0])  # norm 5
+    g = torch.tensor([3.0, 4.0 + 1.25])  # ‖g − g_prev‖ = 1.25
+    expected = (1 - math.sqrt(1.25 / 5)) ** 2
+    assert adaptive_momentum(g, g_prev).item() == pytest.approx(expected)
+    assert adaptive_momentum(g, g_prev).dim() == 0
+
+
+@pytest.mark.parametrize("dim", [-1, (1, 2)])
+def test_adaptive_momentum_per_token_and_per_sample_and_bounds(dim):
+    torch.manual_seed(0)
+    g_prev = torch.randn(8, 5, 6)
+    g = g_prev + torch.randn(8, 5, 6) * torch.logspace(-4, 1, 8)[:, None, None]
+    beta = adaptive_momentum(g, g_prev, delta=1e-3, dim=dim)
+    assert beta.shape == ((8, 5, 1) if dim == -1 else (8, 1, 1))
+    assert (beta >= 0).all() and (beta <= 1 - 1e-3).all()
+    ratio = (g - g_prev).norm(dim=dim, keepdim=True) / g_prev.norm(dim=dim, keepdim=True)
+    torch.testing.assert_close(beta, ((1 - ratio.sqrt()) ** 2).clamp(0, 1 - 1e-3), rtol=1e-6, atol=1e-7)
+    assert adaptive_momentum(g_prev, g_prev, delta=0.01).item() == pytest.approx(0.99)  # projected to 1 − δ
+    zero = torch.zeros(3)
+    assert torch.isfinite(adaptive_momentum(zero, zero)).all()
+
+
+def test_adaptive_momentum_invalid():
+    with pytest.raises(ValueError, match="delta"):
+        adaptive_momentum(torch.ones(2), torch.ones(2), delta=0.0)
+    with pytest.raises(ValueError, match="same shape"):
+        adaptive_momentum(torch.ones(2), torch.ones(3))
+    with pytest.raises(TypeError, match="tensors"):
+        adaptive_momentum([1.0], torch.ones(1))
+
+
+def test_per_token_is_the_default():
+    assert ModelConfig().adaptive_over == "token"
+    layer = TransformerLayer(small("linear", connection="adaptive"))
+    v, v_prev = torch.randn(2, 3, 5, 16).unbind(0)
+    torch.testing.assert_close(layer.momentum_beta(v, Carry(v, v_prev), None),
+                               adaptive_momentum(v, v_prev, delta=layer.cfg.adaptive_delta, dim=-1))
 
 
 @pytest.mark.parametrize("over", ["token", "sample"])

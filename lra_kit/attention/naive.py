@@ -128,14 +128,16 @@ def naive_cumulative_state_causal_product(q, k, v):
     return torch.einsum("bhnd,bhndm->bhnm", q, states)
 
 
-def naive_causal_mean_product(x, y, z):
-    """Luna eq. 7 as a loop: F_t = (1/t) X_t Σ_{j≤t} Y_jᵀ Z_j (t counted from 1)."""
+def naive_causal_mean_product(x, y, z, counts=None):
+    """Luna eq. 7 as a loop: F_t = (1/t) X_t Σ_{j≤t} Y_jᵀ Z_j, t counted from 1 or given per position
+    by ``counts`` (batch, n) (a count of 0 divides by 1)."""
     B, H, N, _ = x.shape
     state = x.new_zeros(B, H, y.shape[-1], z.shape[-1])
     outs = []
     for t in range(N):
         state = state + y[:, :, t, :, None] * z[:, :, t, None, :]
-        outs.append(torch.einsum("bhd,bhdm->bhm", x[:, :, t], state) / (t + 1))
+        divisor = t + 1 if counts is None else counts[:, t].to(x.dtype).clamp_min(1.0)[:, None, None]
+        outs.append(torch.einsum("bhd,bhdm->bhm", x[:, :, t], state) / divisor)
     return torch.stack(outs, dim=2)
 
 
@@ -168,11 +170,13 @@ def naive_luna_attention(module, x, p, key_padding_mask=None):
             k = v = _heads(module.c_proj(x), H)
         else:
             k, v = _heads(module.k_proj(x), H), _heads(module.v_proj(x), H)
-        if key_padding_mask is not None:
-            keep = (~key_padding_mask)[:, None, :, None].to(x.dtype)
-            k, v, a_pack = k * keep, v * keep, a_pack * keep
-        a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack), dim=-1)
-        return module.out_proj(_merge(naive_causal_mean_product(a_unpack, a_pack, v))), None
+        counts = None
+        if key_padding_mask is not None:  # padding is neither summed nor counted in t
+            real = ~key_padding_mask
+            a_pack = a_pack * real[:, None, :, None].to(x.dtype)
+            counts = torch.cumsum(real.long(), dim=1)
+        a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack, counts), dim=-1)
+        return module.out_proj(_merge(naive_causal_mean_product(a_unpack, a_pack, v, counts))), None
 
     pq = _heads(module.pq_proj(p), Hp)
     if module.tie_kv:

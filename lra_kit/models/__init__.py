@@ -9,7 +9,15 @@ from lra_kit.models.causal_lm import CausalLM, bits_per_dim
 from lra_kit.models.classifier import DualEncoderClassifier, LRAClassifier, masked_mean
 from lra_kit.models.config import ModelConfig
 from lra_kit.models.embeddings import Embeddings
-from lra_kit.models.layers import Carry, Encoder, FeedForward, LunaLayer, TransformerLayer
+from lra_kit.models.layers import (
+    Carry,
+    Encoder,
+    FeedForward,
+    LunaLayer,
+    TransformerLayer,
+    adaptive_momentum,
+    attention_prefill,
+)
 from lra_kit.models.mixture import logistic_mixture_log_pmf
 
 KINDS = ("classification", "retrieval", "lm")
@@ -28,5 +36,6 @@ def build_model(cfg: ModelConfig, *, kind: str, vocab_size: int, max_length: int
 
 
 __all__ = ["KINDS", "Carry", "CausalLM", "DualEncoderClassifier", "Embeddings", "Encoder", "FeedForward",
-           "LRAClassifier", "LunaLayer", "ModelConfig", "TransformerLayer", "bits_per_dim", "build_model",
+           "LRAClassifier", "LunaLayer", "ModelConfig", "TransformerLayer", "adaptive_momentum", "attention_prefill",
+           "bits_per_dim", "build_model",
            "logistic_mixture_log_pmf", "masked_mean"]

@@ -3,11 +3,13 @@
 Katharopoulos et al. §4.1–4.2 and Nguyen et al. §4.1–4.2: tokens → causal Encoder → a
 distribution over the next token, either a softmax over the vocabulary or, for pixels, the
 discretized mixture of logistics (:mod:`lra_kit.models.mixture`). Training runs the parallel
-(causal-masked) form; :meth:`CausalLM.generate` runs the recurrent form — the RNN of
-Katharopoulos eqs. 16–20 for linear attention, Nguyen eq. 12 for momentum attention, the
-fixed-size state of causal Luna (Luna §3.3), a key/value cache for softmax — one position at
-a time with memory that does not grow (except softmax's cache). ``recurrent=False`` runs the
-parallel model on the growing prefix instead: the tests check both give the same tokens.
+(causal-masked) form. :meth:`CausalLM.generate` reads the prompt in one parallel call that also
+returns each layer's recurrent state (:meth:`~lra_kit.models.layers.Encoder.prefill`), then runs
+the recurrent form — the RNN of Katharopoulos eqs. 16–20 for linear attention, Nguyen eq. 12 for
+momentum attention, the fixed-size state of causal Luna (Luna §3.3), a key/value cache for
+softmax — one new token at a time with memory that does not grow (except softmax's cache).
+``recurrent=False`` runs the parallel model on the growing prefix instead: the tests check both
+give the same tokens.
 """
 from __future__ import annotations
 
@@ -76,9 +78,11 @@ class CausalLM(nn.Module):
                  generator: Optional[torch.Generator] = None, recurrent: bool = True) -> torch.Tensor:
         """Continue ``prompt`` (batch, n0 ≥ 1) by ``max_new_tokens`` tokens; returns (batch, n0 + new).
 
-        ``recurrent=True`` steps the recurrent forms (constant memory per step for linear,
-        momentum and Luna; a key/value cache for softmax); ``recurrent=False`` re-runs the
-        parallel model on the whole prefix at every step (the O(n²) reference).
+        ``recurrent=True`` prefills: the prompt goes through the parallel forms in one call, which
+        hands each layer's final state to the recurrent forms; these then step one new token at a
+        time (constant memory per step for linear, momentum and Luna; a key/value cache for
+        softmax). ``recurrent=False`` re-runs the parallel model on the whole prefix at every step
+        (the O(n²) reference).
         """
         if prompt.dim() != 2 or prompt.shape[1] < 1:
             raise ValueError(f"prompt must have shape (batch, n0 >= 1), got {tuple(prompt.shape)}")
@@ -95,9 +99,8 @@ class CausalLM(nn.Module):
                     nxt = self._choose(self(tokens)[:, -1], greedy, temperature, generator)
                     tokens = torch.cat([tokens, nxt[:, None]], dim=1)
                 return tokens
-            states, x = None, self.embed(prompt)
-            for t in range(prompt.shape[1]):
-                h, states = self.encoder.step(x[:, t], states)
+            h, states = self.encoder.prefill(self.embed(prompt))
+            h = h[:, -1]
             for i in range(max_new_tokens):
                 nxt = self._choose(self.log_probs(h), greedy, temperature, generator)
                 tokens = torch.cat([tokens, nxt[:, None]], dim=1)

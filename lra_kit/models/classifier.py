@@ -1,11 +1,12 @@
-"""LRA classifiers: one encoder, pooled, then an MLP head (notes §4, Nystromformer ``model_wrapper.py``).
+"""LRA classifiers: one encoder, pooled, then an MLP head (Nyströmformer ``LRA/code/model_wrapper.py``,
+docs/reference-implementations.md §4).
 
 ``LRAClassifier``           tokens → Encoder → pool → Linear(d, d_ff) → ReLU → Linear(d_ff, classes)
 ``DualEncoderClassifier``   Retrieval: the same encoder on both documents, u and v pooled,
                             [u, v, u·v, u−v] → Linear(4d, d_ff) → ReLU → Linear(d_ff, classes)
 
 Pooling: ``mean`` over the real (non-padding) positions of x; ``cls`` a learned token
-prepended to every sequence (Luna's LRA models, notes §b2); ``p_mean`` the mean over Luna's
+prepended to every sequence (Luna's LRA models, docs/reference-implementations.md §8); ``p_mean`` the mean over Luna's
 final packed sequence P (Luna Table 3).
 """
 from __future__ import annotations
@@ -33,7 +34,10 @@ def mlp_head(d_in: int, d_hidden: int, num_classes: int) -> nn.Sequential:
 
 
 class LRAClassifier(nn.Module):
-    """Sequence classification (ListOps, Text, Image, Pathfinder): ``forward(input_ids, key_padding_mask) -> logits``."""
+    """Sequence classification (ListOps, Text, Image, Pathfinder).
+
+    ``forward(input_ids, key_padding_mask) -> logits``.
+    """
 
     def __init__(self, cfg: ModelConfig, *, vocab_size: int, num_classes: int, max_length: int, pad_id: int = 0):
         super().__init__()

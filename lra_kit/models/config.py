@@ -1,4 +1,4 @@
-"""The model's configuration: a plain dataclass, pure data (GUIDE §8, nanoGPT style).
+"""The model's configuration: a plain dataclass, pure data (nanoGPT style).
 
 One ``ModelConfig`` describes every model of the three papers; which model is built from
 it (classifier, dual encoder, causal LM) depends on the task's kind, see
@@ -32,12 +32,12 @@ class ModelConfig:
     final_norm: bool = True             # a LayerNorm after the last layer
     embed_norm: bool = False            # a LayerNorm after the embeddings (Luna's LRA encoder)
     position: str = "learned"
-    # Momentum connection (Nguyen et al. eq. 15, GUIDE §6): x + γ̃·V̂ + β̃·(x_ℓ − x_{ℓ−1})
+    # Momentum connection (Nguyen et al. eq. 15, docs/design.md §6.3): x + γ̃·V̂ + β̃·(x_ℓ − x_{ℓ−1})
     connection: str = "residual"
     connection_beta: float = 0.0        # β̃ ("momentum in momentum connection", Table 1)
     connection_gamma: float = 1.0       # γ̃ ("stepsize in momentum connection", Table 1)
     adaptive_delta: float = 1e-3        # δ of eq. 18
-    adaptive_over: str = "token"        # norms of eq. 18 per position ("token") or per sample ("sample")
+    adaptive_over: str = "token"        # norms of eq. 18 per position (default, the authors' code) or "sample"
     # Classifier
     pooling: str = "mean"
     # Luna

@@ -4,15 +4,16 @@ Connections between a layer's input x_ℓ and its attention output V̂_ℓ (Nguy
 
 * ``residual``  — x_ℓ + V̂_ℓ (Vaswani et al.; Nguyen eq. 4).
 * ``momentum``  — x_ℓ + γ̃·V̂_ℓ + β̃·(x_ℓ − x_{ℓ−1}), eq. 15 read as one heavy-ball step
-  (eq. 9) over depth with ∇f ≈ −V̂_ℓ (GUIDE §6). x_{ℓ−1} is the *input of the previous layer*; for
+  (eq. 9) over depth with ∇f ≈ −V̂_ℓ (docs/design.md §6.3). x_{ℓ−1} is the *input of the previous layer*; for
   the first layer x_0 := x_1, so its momentum term is 0. γ̃ is Table 1's "stepsize in momentum
   connection", β̃ its "momentum in momentum connection". β̃ = 0, γ̃ = 1 is the residual.
-* ``adaptive``  — the same with β̃ replaced by eq. 18,
+* ``adaptive``  — the same with β̃ replaced by eq. 18 (:func:`adaptive_momentum`),
   β̃_ℓ = proj_[0,1−δ]((1 − sqrt(‖V̂_ℓ − V̂_{ℓ−1}‖ / ‖V̂_{ℓ−1}‖))²)  (∇f ≈ −V̂; the sign cancels).
-  The norms run over the features of each position (``adaptive_over="token"``, one β̃ per
-  sample and position — the authors' code, and the only choice that keeps a causal model
-  causal) or over all real (non-padding) positions and features of a sample
-  (``adaptive_over="sample"``, one β̃ per sample; encoders only). The first layer has no
+  The norms run over the features of each position — the default, ``adaptive_over="token"``,
+  one β̃ per sample and position: the authors' code (``TransformerAdaptive``), the only choice
+  that keeps a causal model causal and that does not depend on how a batch is padded
+  (docs/design.md §6.4). The named alternative ``adaptive_over="sample"`` takes the norms over
+  all real (non-padding) positions and features of a sample, one β̃ per sample; encoders only. The first layer has no
   V̂_{ℓ−1} and uses β̃ = 0. β̃ is treated as a coefficient (detached), as a heavy-ball momentum
   is not differentiated through.
 
@@ -20,18 +21,73 @@ Derived in the book, chapter "Momentum connection and adaptive momentum" (``sec-
 ``sec-adaptive-momentum``); the Luna layer in "Luna: pack and unpack" (``sec-luna-contextual-p``).
 
 "the rest of the layer" f of eq. 15 is the LayerNorm/FFN part: pre-LN (the LRA code of the
-Momentum paper, notes §4) x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna,
-fast-transformers) x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
+Momentum paper, Nyströmformer's ``LRA/code/model.py``; docs/reference-implementations.md §4)
+x_{ℓ+1} = h + FFN(LN(h)) with V̂ = Attn(LN(x)); post-LN (Luna, fast-transformers)
+x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+import inspect
+from typing import Any, NamedTuple, Optional, Union
 
 import torch
 import torch.nn as nn
 
-from lra_kit.attention import adaptive_momentum, build_attention
+from lra_kit.attention import build_attention
 from lra_kit.models.config import ModelConfig, attention_kwargs
+
+
+def adaptive_momentum(
+    grad: torch.Tensor,
+    prev_grad: torch.Tensor,
+    *,
+    delta: float = 1e-3,
+    dim: Optional[Union[int, tuple[int, ...]]] = None,
+) -> torch.Tensor:
+    """Adaptive heavy-ball momentum, Nguyen et al. eq. 18.
+
+        β̃_k = proj_[0, 1−δ]( (1 − sqrt(‖g_k − g_{k−1}‖ / ‖g_{k−1}‖))² )
+
+    Norms run over all elements when ``dim=None`` (a 0-d tensor comes back) and over ``dim``
+    otherwise (kept as size-1 dims, so β̃ broadcasts against ``grad``): ``dim=-1`` for one β̃ per
+    position of a (batch, length, features) tensor, as the layers use it; ``dim=(1, 2)`` for one
+    per sample. A zero ‖g_{k−1}‖ is treated as the smallest positive number, which sends β̃ to its
+    bound instead of NaN.
+    """
+    if not isinstance(grad, torch.Tensor) or not isinstance(prev_grad, torch.Tensor):
+        raise TypeError("grad and prev_grad must be tensors")
+    if grad.shape != prev_grad.shape:
+        raise ValueError(f"grad and prev_grad must have the same shape, got {tuple(grad.shape)} and "
+                         f"{tuple(prev_grad.shape)}")
+    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    keepdim = dim is not None
+    diff = torch.linalg.vector_norm(grad - prev_grad, dim=dim, keepdim=keepdim)
+    prev = torch.linalg.vector_norm(prev_grad, dim=dim, keepdim=keepdim)
+    ratio = diff / prev.clamp_min(torch.finfo(prev.dtype).tiny)
+    return ((1.0 - torch.sqrt(ratio)) ** 2).clamp(0.0, 1.0 - delta)
+
+
+def returns_final_state(attn: nn.Module) -> bool:
+    """Whether ``attn.forward`` takes ``initial_state``/``output_final_state`` (the prefill hook)."""
+    params = inspect.signature(attn.forward).parameters
+    return "initial_state" in params and "output_final_state" in params
+
+
+def attention_prefill(attn: nn.Module, x: torch.Tensor, p: Any = None, state: Any = None):
+    """Run a causal attention over all of x (batch, n, d) → (y, state), the state ``attn.step`` continues from.
+
+    One parallel call ``attn(x, p, None, initial_state=state, output_final_state=True)`` where the
+    module supports it; otherwise ``attn.step`` position by position (same result, n calls).
+    """
+    if returns_final_state(attn):
+        y, _, state = attn(x, p, None, initial_state=state, output_final_state=True)
+        return y, state
+    outputs = []
+    for t in range(x.shape[1]):
+        y_t, state = attn.step(x[:, t], p, state)
+        outputs.append(y_t)
+    return torch.stack(outputs, dim=1), state
 
 
 class Carry(NamedTuple):
@@ -46,7 +102,8 @@ class FeedForward(nn.Sequential):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str):
         act = nn.GELU() if activation == "gelu" else nn.ReLU()
-        super().__init__(nn.Linear(d_model, d_ff), act, nn.Dropout(dropout), nn.Linear(d_ff, d_model), nn.Dropout(dropout))
+        super().__init__(nn.Linear(d_model, d_ff), act, nn.Dropout(dropout), nn.Linear(d_ff, d_model),
+                         nn.Dropout(dropout))
 
 
 class TransformerLayer(nn.Module):
@@ -78,7 +135,7 @@ class TransformerLayer(nn.Module):
         return adaptive_momentum(now, before, delta=cfg.adaptive_delta, dim=tuple(range(1, now.dim())))
 
     def connect(self, x: torch.Tensor, v_hat: torch.Tensor, carry: Carry, keep=None) -> torch.Tensor:
-        """h = x + V̂ (residual), or x + γ̃·V̂ + β̃·(x − x_prev) (eq. 15, GUIDE §6)."""
+        """h = x + V̂ (residual), or x + γ̃·V̂ + β̃·(x − x_prev) (eq. 15, docs/design.md §6.3)."""
         if self.cfg.connection == "residual":
             return x + v_hat
         h = x + self.cfg.connection_gamma * v_hat
@@ -109,9 +166,16 @@ class TransformerLayer(nn.Module):
         out, carry = self._finish(x_t, v_hat, carry, None)
         return out, carry, state
 
+    def prefill(self, x, carry: Carry = Carry(), state: Any = None):
+        """All positions (batch, n, d) of a causal layer at once, returning the state ``step`` continues from."""
+        v_hat, state = attention_prefill(self.attn, self.norm1(x) if self.cfg.norm == "pre" else x, None, state)
+        out, carry = self._finish(x, v_hat, carry, None)
+        return out, carry, state
+
 
 class LunaLayer(nn.Module):
-    """A Luna layer carrying (x, p), post-LN (Luna eq. 6; official code, notes §3).
+    """A Luna layer carrying (x, p), post-LN (Luna eq. 6; fairseq-apollo ``fairseq/modules/luna_layer.py``,
+    docs/reference-implementations.md §3).
 
         Y_X, Y_P = LunaAttn(X, P)
         X' = LN(X + Y_X),   X'' = LN(X' + FFN(X'))
@@ -148,6 +212,10 @@ class LunaLayer(nn.Module):
         y_t, state = self.attn.step(x_t, self.p[None], state)
         return self._finish(x_t, y_t), carry, state
 
+    def prefill(self, x, carry: Carry = Carry(), state: Any = None):
+        y, state = attention_prefill(self.attn, x, self.p[None], state)
+        return self._finish(x, y), carry, state
+
 
 class Encoder(nn.Module):
     """N layers (+ the final LayerNorm); the momentum carry and Luna's P flow from layer to layer.
@@ -175,6 +243,21 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x, carry, p = layer(x, carry, p, key_padding_mask)
         return self.final_norm(x), p
+
+    def prefill(self, x: torch.Tensor, states: Optional[list] = None):
+        """All positions (batch, n, d) of a causal stack at once → (hidden states, per-layer states for ``step``).
+
+        Each layer runs its attention's parallel form and returns its final recurrent state (a
+        layer whose attention lacks that hook steps through x instead), so ``step`` continues
+        exactly where the prompt ended.
+        """
+        if not self.causal:
+            raise RuntimeError("prefill() needs a causal Encoder (Encoder(cfg, causal=True))")
+        states = [None] * len(self.layers) if states is None else list(states)
+        carry = Carry()
+        for i, layer in enumerate(self.layers):
+            x, carry, states[i] = layer.prefill(x, carry, states[i])
+        return self.final_norm(x), states
 
     def step(self, x_t: torch.Tensor, states: Optional[list] = None):
         """One position through every layer: states[ℓ] is layer ℓ's attention state (None at start)."""
