@@ -12,6 +12,7 @@ from typing import Optional
 import torch
 
 from lra_kit.attention.feature_maps import get_feature_map
+from lra_kit.attention.heads import merge_heads, split_heads
 
 
 def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
@@ -139,16 +140,6 @@ def naive_causal_mean_product(x, y, z):
     return torch.stack(outs, dim=2)
 
 
-def _heads(x, heads):
-    B, L, d = x.shape
-    return x.view(B, L, heads, d // heads).transpose(1, 2)
-
-
-def _merge(x):
-    B, H, L, d = x.shape
-    return x.transpose(1, 2).reshape(B, L, H * d)
-
-
 def naive_luna_attention(module, x, p, key_padding_mask=None):
     """Luna pack (eq. 3) and unpack (eq. 4) with explicit softmax matrices, using ``module``'s weights.
 
@@ -161,28 +152,28 @@ def naive_luna_attention(module, x, p, key_padding_mask=None):
     H, Hp = module.n_heads, module.n_pack_heads
     if module.causal:
         scale = (module.d_model // H) ** -0.5
-        pq = _heads(module.pq_proj(p), H) * scale
-        a_pack = pack_activation(_heads(module.pc_proj(x), H) @ pq.transpose(-1, -2), module.pack_activation)
-        q = _heads(module.q_proj(x), H) * scale
+        pq = split_heads(module.pq_proj(p), H) * scale
+        a_pack = pack_activation(split_heads(module.pc_proj(x), H) @ pq.transpose(-1, -2), module.pack_activation)
+        q = split_heads(module.q_proj(x), H) * scale
         if module.tie_kv:
-            k = v = _heads(module.c_proj(x), H)
+            k = v = split_heads(module.c_proj(x), H)
         else:
-            k, v = _heads(module.k_proj(x), H), _heads(module.v_proj(x), H)
+            k, v = split_heads(module.k_proj(x), H), split_heads(module.v_proj(x), H)
         if key_padding_mask is not None:
             keep = (~key_padding_mask)[:, None, :, None].to(x.dtype)
             k, v, a_pack = k * keep, v * keep, a_pack * keep
         a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack), dim=-1)
-        return module.out_proj(_merge(naive_causal_mean_product(a_unpack, a_pack, v))), None
+        return module.out_proj(merge_heads(naive_causal_mean_product(a_unpack, a_pack, v))), None
 
-    pq = _heads(module.pq_proj(p), Hp)
+    pq = split_heads(module.pq_proj(p), Hp)
     if module.tie_kv:
-        pk = pv = _heads(module.pc_proj(x), Hp)
+        pk = pv = split_heads(module.pc_proj(x), Hp)
     else:
-        pk, pv = _heads(module.pk_proj(x), Hp), _heads(module.pv_proj(x), Hp)
-    packed = _merge(naive_softmax_attention(pq, pk, pv, key_padding_mask=key_padding_mask))
-    q = _heads(module.q_proj(x), H)
+        pk, pv = split_heads(module.pk_proj(x), Hp), split_heads(module.pv_proj(x), Hp)
+    packed = merge_heads(naive_softmax_attention(pq, pk, pv, key_padding_mask=key_padding_mask))
+    q = split_heads(module.q_proj(x), H)
     if module.tie_kv:
-        k = v = _heads(module.c_proj(packed), H)
+        k = v = split_heads(module.c_proj(packed), H)
     else:
-        k, v = _heads(module.k_proj(packed), H), _heads(module.v_proj(packed), H)
-    return module.out_proj(_merge(naive_softmax_attention(q, k, v))), packed
+        k, v = split_heads(module.k_proj(packed), H), split_heads(module.v_proj(packed), H)
+    return module.out_proj(merge_heads(naive_softmax_attention(q, k, v))), packed
