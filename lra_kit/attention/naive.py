@@ -13,6 +13,7 @@ import torch
 
 from lra_kit.attention.feature_maps import get_feature_map
 from lra_kit.attention.heads import merge_heads, split_heads
+from lra_kit.attention.performer import positive_random_features
 
 
 def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
@@ -177,3 +178,16 @@ def naive_luna_attention(module, x, p, key_padding_mask=None):
     else:
         k, v = split_heads(module.k_proj(packed), H), split_heads(module.v_proj(packed), H)
     return module.out_proj(merge_heads(naive_softmax_attention(q, k, v))), packed
+
+
+def naive_performer_attention(q, k, v, projection, *, causal=False, key_padding_mask=None):
+    """Performer attention as its explicit kernel matrix: A_ij = φ(q_i/d^{1/4})ᵀφ(k_j/d^{1/4}) with the
+    unstabilised positive random features of Choromanski et al. Lemma 1, then (A V) / (A 1)."""
+    scale = q.shape[-1] ** -0.25
+    w = projection.to(q.dtype)
+    A = positive_random_features(q * scale, w) @ positive_random_features(k * scale, w).transpose(-1, -2)
+    A = A * _key_mask(key_padding_mask, k)
+    if causal:
+        A = A.tril()
+    total = A.sum(-1, keepdim=True)
+    return torch.where(total > 0, (A @ v) / total.clamp(min=1e-300), torch.zeros_like(A @ v))

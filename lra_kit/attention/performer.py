@@ -39,9 +39,10 @@ from lra_kit.attention.feature_maps import FeatureMap
 from lra_kit.attention.linear import LinearState, linear_attention, linear_attention_step
 from lra_kit.attention.modules import MultiheadAttention
 
-# The keys' largest possible exponent: e^40 times 10^12 terms is far below float32's maximum, and
-# for head dims up to about 128 the typical exponent c − (d + ‖y‖²)/2 stays far above its minimum.
-MAX_KEY_OFFSET = 40.0
+# c is at most this: the keys' features are at most e^60/√m, and even 10^12 of them sum to less
+# than float32's largest number (e^88.7). Below the cap, c = d/2 centres the typical key exponent
+# c − (‖ω‖² + ‖y‖²)/2 + ωᵀy near −‖y‖²/2, far above float32's smallest normal number (e^−87).
+MAX_KEY_OFFSET = 60.0
 
 
 def default_n_features(dim: int) -> int:
