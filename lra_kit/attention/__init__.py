@@ -1,4 +1,4 @@
-"""Attention mechanisms of the three papers (and Performer), each with its naive oracle in :mod:`lra_kit.attention.naive`.
+"""Attention mechanisms of the three papers and Performer, each with its naive oracle in :mod:`lra_kit.attention.naive`.
 
 Tensors are (batch, heads, length, dim) like ``scaled_dot_product_attention``; ``q, k`` are raw
 (the feature map is applied inside); ``key_padding_mask`` is bool (batch, length), True = padding.

@@ -9,9 +9,9 @@ import torch
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(batch, length, heads·head_dim) → (batch, heads, length, head_dim); (batch, heads·head_dim) → (batch, heads, head_dim).
+    """(batch, length, heads·head_dim) → (batch, heads, length, head_dim).
 
-    The second form is one position of a recurrent step.
+    A recurrent step's single position, (batch, heads·head_dim), becomes (batch, heads, head_dim).
     """
     if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads < 1:
         raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
@@ -30,4 +30,6 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
         return x.transpose(1, 2).flatten(-2)
     if x.dim() == 3:
         return x.flatten(-2)
-    raise ValueError(f"x must have shape (batch, heads, length, head_dim) or (batch, heads, head_dim), got {tuple(x.shape)}")
+    raise ValueError(
+        f"x must have shape (batch, heads, length, head_dim) or (batch, heads, head_dim), got {tuple(x.shape)}"
+    )

@@ -10,7 +10,7 @@ treat every attention alike. ``x`` is (batch, length, d_model), ``x_t`` is (batc
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -37,7 +37,7 @@ class MultiheadAttention(nn.Module):
     tensors and ``attend_step(q_t, k_t, v_t, state)`` on (batch, heads, head_dim).
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, causal: bool = False, head_dim: Optional[int] = None):
+    def __init__(self, d_model: int, n_heads: int, *, causal: bool = False, head_dim: int | None = None):
         super().__init__()
         if not isinstance(n_heads, int) or n_heads < 1:
             raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
@@ -52,7 +52,7 @@ class MultiheadAttention(nn.Module):
         self.W_v = nn.Linear(d_model, inner)
         self.W_o = nn.Linear(inner, d_model)
 
-    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: Optional[torch.Tensor] = None):
+    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: torch.Tensor | None = None):
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
         q, k, v = (split_heads(W(x), self.n_heads) for W in (self.W_q, self.W_k, self.W_v))
@@ -99,7 +99,7 @@ class LinearAttention(MultiheadAttention):
     """Linear attention (Katharopoulos et al. eqs. 5, 9); generation uses the RNN form (eqs. 16–20)."""
 
     def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, feature_map="elu", eps: float = 1e-6,
-                 compat: Optional[str] = None):
+                 compat: str | None = None):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
         self.feature_map, self.eps, self.compat = get_feature_map(feature_map), eps, compat
 
@@ -118,7 +118,7 @@ class MomentumAttention(MultiheadAttention):
 
     def __init__(
         self, d_model, n_heads, *, beta: float, gamma: float = 1.0, causal=False, head_dim=None,
-        feature_map="elu", eps: float = 1e-6, compat: Optional[str] = None,
+        feature_map="elu", eps: float = 1e-6, compat: str | None = None,
     ):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
         check_momentum(beta, gamma)

@@ -29,7 +29,6 @@ on W only, so the causal form and the step form see the same features at every p
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -51,7 +50,7 @@ def default_n_features(dim: int) -> int:
 
 
 def gaussian_orthogonal_projection(
-    n_features: int, dim: int, *, orthogonal: bool = True, generator: Optional[torch.Generator] = None
+    n_features: int, dim: int, *, orthogonal: bool = True, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """W (n_features × dim), float64 on the CPU, whose rows are each distributed N(0, I_dim).
 
@@ -92,8 +91,8 @@ class FavorPlus(FeatureMap):
     """
 
     def __init__(
-        self, dim: int, n_features: Optional[int] = None, *, orthogonal: bool = True,
-        generator: Optional[torch.Generator] = None,
+        self, dim: int, n_features: int | None = None, *, orthogonal: bool = True,
+        generator: torch.Generator | None = None,
     ):
         super().__init__()
         _check_positive_int("dim", dim)
@@ -107,7 +106,7 @@ class FavorPlus(FeatureMap):
         self.register_buffer("projection", projection.to(torch.get_default_dtype()))
 
     @torch.no_grad()
-    def redraw(self, generator: Optional[torch.Generator] = None) -> None:
+    def redraw(self, generator: torch.Generator | None = None) -> None:
         """Draw a new projection W in place (same device and dtype). Call it between batches, if at all."""
         new = gaussian_orthogonal_projection(self.n_features, self.dim, orthogonal=self.orthogonal, generator=generator)
         self.projection.copy_(new)
@@ -115,7 +114,8 @@ class FavorPlus(FeatureMap):
     def _scaled(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x/d^{1/4}, its products Wx with the rows of W, and ‖ω_i‖²/2."""
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            raise TypeError(f"x must be a floating tensor, got {type(x).__name__ if not isinstance(x, torch.Tensor) else x.dtype}")
+            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"x must be a floating tensor, got {got}")
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dim {self.dim} (the head dim of this FavorPlus), got {tuple(x.shape)}")
         w = self.projection.to(x.dtype)
@@ -146,7 +146,7 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _eps(eps: Optional[float], dtype: torch.dtype) -> float:
+def _eps(eps: float | None, dtype: torch.dtype) -> float:
     # The features are positive, so the denominator only needs a guard against 0/0 (fully padded
     # rows); a fixed 1e-6 would swamp denominators that are legitimately tiny (keys far from every ω).
     return torch.finfo(dtype).tiny if eps is None else eps
@@ -166,8 +166,8 @@ def performer_attention(
     *,
     feature_map: FavorPlus,
     causal: bool = False,
-    key_padding_mask: Optional[torch.Tensor] = None,
-    eps: Optional[float] = None,
+    key_padding_mask: torch.Tensor | None = None,
+    eps: float | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> torch.Tensor:
     """Performer attention: Katharopoulos et al. eq. 5 (eq. 9 when causal) with φ = FAVOR+.
@@ -191,10 +191,10 @@ def performer_attention_step(
     q_t: torch.Tensor,
     k_t: torch.Tensor,
     v_t: torch.Tensor,
-    state: Optional[LinearState] = None,
+    state: LinearState | None = None,
     *,
     feature_map: FavorPlus,
-    eps: Optional[float] = None,
+    eps: float | None = None,
 ) -> tuple[torch.Tensor, LinearState]:
     """One step of causal Performer attention: the RNN form of eqs. 16–20 with the same FAVOR+ features."""
     check_step(q_t, k_t, v_t)
@@ -214,14 +214,14 @@ class PerformerAttention(MultiheadAttention):
     """
 
     def __init__(
-        self, d_model, n_heads, *, causal=False, head_dim=None, n_features: Optional[int] = None,
-        orthogonal: bool = True, eps: Optional[float] = None,
+        self, d_model, n_heads, *, causal=False, head_dim=None, n_features: int | None = None,
+        orthogonal: bool = True, eps: float | None = None,
     ):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
         self.feature_map = FavorPlus(self.head_dim, n_features, orthogonal=orthogonal)
         self.eps = eps
 
-    def redraw(self, generator: Optional[torch.Generator] = None) -> None:
+    def redraw(self, generator: torch.Generator | None = None) -> None:
         self.feature_map.redraw(generator)
 
     def attend(self, q, k, v, key_padding_mask):
