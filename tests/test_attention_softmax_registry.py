@@ -87,3 +87,18 @@ def test_registry_errors_name_the_valid_options():
         build_attention("linear", 16, 3)
     with pytest.raises(ValueError, match="feature_map"):
         build_attention("linear", 16, 2, feature_map="gelu")
+
+
+def test_split_and_merge_heads_are_inverse():
+    from lra_kit.attention import merge_heads, split_heads
+
+    x = torch.arange(2 * 5 * 12, dtype=torch.float64).reshape(2, 5, 12)
+    h = split_heads(x, 3)
+    assert h.shape == (2, 3, 5, 4)
+    assert torch.equal(h[1, 2, 4], x[1, 4, 8:12])  # head j holds features j·D … (j+1)·D − 1 of each position
+    assert torch.equal(merge_heads(h), x)
+    assert torch.equal(split_heads(x[:, 0], 3), h[:, :, 0]) and torch.equal(merge_heads(h[:, :, 0]), x[:, 0])
+    with pytest.raises(ValueError, match="divisible by n_heads=5"):
+        split_heads(x, 5)
+    with pytest.raises(ValueError, match="n_heads"):
+        split_heads(x, 0)

@@ -101,3 +101,16 @@ def test_a_random_feature_map_travels_with_the_module_that_holds_it():
     assert attn.feature_map.projection.dtype == torch.float64
     y, _ = attn(torch.randn(2, 5, 16, dtype=torch.float64))
     assert torch.isfinite(y).all()
+
+
+def test_the_oracles_map_queries_and_keys_with_their_own_side():
+    from lra_kit.attention.naive import naive_linear_recurrent, naive_momentum_attention, naive_momentum_recurrent
+
+    q, k, v = rand_qkv(1, 2, 7, 3)
+    phi = Swapped()
+    y = linear_attention(q, k, v, causal=True, feature_map=phi)
+    assert_close(naive_linear_attention(q, k, v, causal=True, feature_map=phi), y)
+    assert_close(naive_linear_recurrent(q, k, v, feature_map=phi), y)
+    y_m = momentum_attention(q, k, v, beta=0.3, causal=True, feature_map=phi)
+    assert_close(naive_momentum_attention(q, k, v, beta=0.3, causal=True, feature_map=phi), y_m)
+    assert_close(naive_momentum_recurrent(q, k, v, beta=0.3, feature_map=phi), y_m)

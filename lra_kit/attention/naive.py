@@ -41,7 +41,7 @@ def naive_softmax_attention(q, k, v, *, causal=False, key_padding_mask=None):
 def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padding_mask=None, eps=1e-6):
     """Eq. 4 (eq. 9 when causal): the kernel matrix A_ij = φ(Q_i)ᵀφ(K_j), explicitly, then (A V) / (A 1 + ε)."""
     phi = get_feature_map(feature_map)
-    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    A = (phi.queries(q) @ phi.keys(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal:
         A = A.tril()
     return (A @ v) / (A.sum(-1, keepdim=True) + eps)
@@ -55,7 +55,7 @@ def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
     z = q.new_zeros(B, H, D)
     outs = []
     for i in range(N):
-        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
         s = s + torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
         z = z + fk
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
@@ -83,7 +83,7 @@ def naive_momentum_attention(
     """
     phi = get_feature_map(feature_map)
     B, H, N, _ = k.shape
-    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    A = (phi.queries(q) @ phi.keys(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal and compat is None:
         W = naive_momentum_weight_matrix(N, beta, gamma, dtype=q.dtype, device=q.device)
         A = A.tril()
@@ -110,7 +110,7 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
     z = q.new_zeros(B, H, D)
     outs = []
     for i in range(N):
-        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
         m = beta * m - torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
         s = s - gamma * m
         z = z + fk
