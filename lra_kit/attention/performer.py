@@ -45,7 +45,7 @@ MAX_KEY_OFFSET = 60.0
 
 
 def default_n_features(dim: int) -> int:
-    """m = ⌈d ln d⌉ random features (Choromanski et al., Theorem 4: m = Θ(d log d) suffices), at least d."""
+    """m = ⌈d ln d⌉ random features, at least d (Choromanski et al.: m = Θ(d log d) suffices)."""
     return max(dim, math.ceil(dim * math.log(dim)))
 
 
