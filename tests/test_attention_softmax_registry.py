@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
-from lra_kit.attention import ATTENTIONS, build_attention, softmax_attention
+from lra_kit.attention import ATTENTIONS, attention_names, attention_spec, build_attention, softmax_attention
 from lra_kit.attention.naive import naive_softmax_attention
 
 
@@ -28,31 +28,32 @@ def test_fully_padded_sequence_gives_zeros_not_nan():
     assert torch.isfinite(q.grad).all()
 
 
-OPTIONS = {"softmax": {}, "linear": {}, "momentum": {"beta": 0.6, "gamma": 0.9}, "luna": {}}
-
-
-@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+@pytest.mark.parametrize("name", attention_names())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_registry_builds_every_attention_with_common_forward(name, dtype):
     torch.manual_seed(0)
-    attn = build_attention(name, 16, 4, **OPTIONS[name]).to(dtype)
+    attn = build_attention(name, 16, 4).to(dtype)  # the table's defaults are enough to build any of them
+    assert isinstance(attn, ATTENTIONS[name].module)
     x = torch.randn(2, 11, 16, dtype=dtype)
-    p = torch.randn(1, 3, 16, dtype=dtype) if name == "luna" else None
+    p = torch.randn(1, 3, 16, dtype=dtype) if ATTENTIONS[name].extra_sequence else None
     mask = right_padding_mask([11, 6], 11)
     y, p_out = attn(x, p, key_padding_mask=mask)
     assert y.shape == x.shape and y.dtype == dtype and torch.isfinite(y).all()
-    if name == "luna":
+    # padding is invisible: the real positions of the padded sequence are those of its unpadded prefix
+    y_short, _ = attn(x[1:, :6], p, key_padding_mask=None)
+    torch.testing.assert_close(y[1:, :6], y_short, rtol=1e-4 if dtype == torch.float32 else 1e-9, atol=1e-5)
+    if ATTENTIONS[name].extra_sequence:
         assert p_out.shape == (2, 3, 16)
     else:
         assert p_out is None
 
 
-@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+@pytest.mark.parametrize("name", [n for n in attention_names() if ATTENTIONS[n].step])
 def test_causal_modules_step_equals_forward(name):
     torch.manual_seed(0)
-    attn = build_attention(name, 16, 2, causal=True, **OPTIONS[name]).double().eval()
+    attn = build_attention(name, 16, 2, causal=True).double().eval()
     x = torch.randn(2, 9, 16, dtype=torch.float64)
-    p = torch.randn(1, 4, 16, dtype=torch.float64) if name == "luna" else None
+    p = torch.randn(1, 4, 16, dtype=torch.float64) if ATTENTIONS[name].extra_sequence else None
     y, _ = attn(x, p)
     state, outs = None, []
     for t in range(9):
@@ -61,12 +62,43 @@ def test_causal_modules_step_equals_forward(name):
     assert_close(torch.stack(outs, 1), y)
 
 
+def test_table_rows_are_consistent():
+    assert attention_names() == tuple(ATTENTIONS) and len(set(attention_names())) == len(ATTENTIONS)
+    for name, spec in ATTENTIONS.items():
+        assert spec.name == name and spec.summary
+        assert spec.options(causal=True)["causal"] is True
+        with pytest.raises(TypeError):
+            spec.defaults["new"] = 1  # the table is read-only: a caller cannot change another's defaults
+    assert build_attention("momentum", 16, 2).beta == ATTENTIONS["momentum"].defaults["beta"]
+    assert build_attention("momentum", 16, 2, beta=0.3).beta == 0.3  # the caller's option wins
+
+
 def test_registry_errors_name_the_valid_options():
-    with pytest.raises(ValueError, match="linear, luna, momentum, softmax"):
-        build_attention("performer", 16, 2)
+    valid = ", ".join(sorted(attention_names()))
+    with pytest.raises(ValueError, match=f"unknown attention 'nystrom'; valid names: {valid}"):
+        build_attention("nystrom", 16, 2)
+    with pytest.raises(ValueError, match="valid names"):
+        attention_spec("Softmax")
     with pytest.raises(TypeError, match="linear"):
         build_attention("linear", 16, 2, beta=0.5)
     with pytest.raises(ValueError, match="beta"):
         build_attention("momentum", 16, 2, beta=1.0)
     with pytest.raises(ValueError, match="divisible"):
         build_attention("linear", 16, 3)
+    with pytest.raises(ValueError, match="feature_map"):
+        build_attention("linear", 16, 2, feature_map="gelu")
+
+
+def test_split_and_merge_heads_are_inverse():
+    from lra_kit.attention import merge_heads, split_heads
+
+    x = torch.arange(2 * 5 * 12, dtype=torch.float64).reshape(2, 5, 12)
+    h = split_heads(x, 3)
+    assert h.shape == (2, 3, 5, 4)
+    assert torch.equal(h[1, 2, 4], x[1, 4, 8:12])  # head j holds features j·D … (j+1)·D − 1 of each position
+    assert torch.equal(merge_heads(h), x)
+    assert torch.equal(split_heads(x[:, 0], 3), h[:, :, 0]) and torch.equal(merge_heads(h[:, :, 0]), x[:, 0])
+    with pytest.raises(ValueError, match="divisible by n_heads=5"):
+        split_heads(x, 5)
+    with pytest.raises(ValueError, match="n_heads"):
+        split_heads(x, 0)

@@ -17,6 +17,7 @@ CASES = [
     ("momentum", {"beta": 0.1, "gamma": 0.6}, "momentum"),
     ("momentum", {"beta": 0.1, "gamma": 0.6}, "adaptive"),
     ("luna", {}, "residual"),
+    ("performer", {"n_features": 16}, "residual"),
 ]
 
 
@@ -113,7 +114,7 @@ def test_prefill_uses_the_parallel_form(attention, options, monkeypatch):
 
 
 def test_recurrent_state_does_not_grow_for_linear_momentum_luna():
-    for attention, options in (("linear", {}), ("momentum", {"beta": 0.5}), ("luna", {})):
+    for attention, options in (("linear", {}), ("momentum", {"beta": 0.5}), ("luna", {}), ("performer", {})):
         model = lm(attention, options, "residual").eval()
         sizes = []
         states, x = None, model.embed(torch.randint(0, 11, (1, 30)))

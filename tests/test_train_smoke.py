@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lra_kit.attention import attention_names
 from lra_kit.data import load
 from lra_kit.train.configs import TASKS, get_config
 from lra_kit.train.trainer import Trainer
 
-ATTENTIONS = ("softmax", "linear", "momentum", "luna")
+ATTENTIONS = attention_names()
 _DATA: dict = {}
 
 

@@ -1,10 +1,12 @@
-"""Attention mechanisms of the three papers, each with its naive oracle in :mod:`lra_kit.attention.naive`.
+"""Attention mechanisms of the three papers and Performer, each with its naive oracle in :mod:`lra_kit.attention.naive`.
 
 Tensors are (batch, heads, length, dim) like ``scaled_dot_product_attention``; ``q, k`` are raw
 (the feature map is applied inside); ``key_padding_mask`` is bool (batch, length), True = padding.
+Every attention is built by name from one table, :data:`ATTENTIONS` (:func:`build_attention`).
 """
 from lra_kit.attention.causal_product import causal_product
-from lra_kit.attention.feature_maps import FEATURE_MAPS, elu_plus_one, get_feature_map
+from lra_kit.attention.feature_maps import FEATURE_MAPS, Elementwise, FeatureMap, elu_plus_one, get_feature_map
+from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.linear import LinearState, linear_attention, linear_attention_step
 from lra_kit.attention.luna import LunaAttention, LunaState, causal_mean_product
 from lra_kit.attention.modules import (
@@ -21,13 +23,22 @@ from lra_kit.attention.momentum import (
     momentum_attention_step,
     momentum_weights,
 )
-from lra_kit.attention.registry import ATTENTIONS, build_attention
+from lra_kit.attention.performer import (
+    FavorPlus,
+    PerformerAttention,
+    performer_attention,
+    performer_attention_step,
+    positive_random_features,
+)
+from lra_kit.attention.registry import ATTENTIONS, AttentionSpec, attention_names, attention_spec, build_attention
 from lra_kit.attention.softmax import softmax_attention
 
 __all__ = [
-    "ATTENTIONS", "FEATURE_MAPS", "KVCache", "LinearAttention", "LinearState", "LunaAttention", "LunaState",
-    "MomentumAttention", "MomentumState", "MultiheadAttention", "SoftmaxAttention", "adaptive_momentum",
-    "build_attention", "causal_mean_product", "causal_product", "elu_plus_one", "get_feature_map",
-    "linear_attention", "linear_attention_step", "momentum_attention", "momentum_attention_step",
-    "momentum_weights", "softmax_attention",
+    "ATTENTIONS", "AttentionSpec", "Elementwise", "FEATURE_MAPS", "FavorPlus", "FeatureMap", "KVCache",
+    "LinearAttention", "LinearState", "LunaAttention", "LunaState", "MomentumAttention", "MomentumState",
+    "MultiheadAttention", "PerformerAttention", "SoftmaxAttention", "adaptive_momentum", "attention_names",
+    "attention_spec", "build_attention", "causal_mean_product", "causal_product", "elu_plus_one",
+    "get_feature_map", "linear_attention", "linear_attention_step", "merge_heads", "momentum_attention",
+    "momentum_attention_step", "momentum_weights", "performer_attention", "performer_attention_step",
+    "positive_random_features", "softmax_attention", "split_heads",
 ]

@@ -3,15 +3,21 @@
 A feature map turns a raw query or key into a non-negative feature vector so that
 sim(q, k) = φ(q)ᵀφ(k) is a valid (non-negative) similarity (eq. 4). Derived in the book,
 chapter "The kernel trick" (``sec-kernel-trick``).
+
+Feature maps are modules (:class:`FeatureMap`) with two entry points, ``queries(x)`` and
+``keys(x)``: a random-feature map such as Performer's FAVOR+ (:mod:`lra_kit.attention.performer`)
+holds its random projection as a buffer, treats queries and keys differently (each side has
+its own numerical stabiliser) and is redrawn only by an explicit ``redraw()``. The element-wise
+maps of the papers (elu + 1, relu, softplus) are the simple case: the same function for both
+sides, nothing to draw.
 """
 from __future__ import annotations
 
-from typing import Callable, Union
+from typing import Callable
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
-
-FeatureMap = Callable[[torch.Tensor], torch.Tensor]
 
 
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
@@ -39,19 +45,60 @@ def softplus(x: torch.Tensor) -> torch.Tensor:
     return F.softplus(x)
 
 
+class FeatureMap(nn.Module):
+    """φ of eq. 4 as a module: ``queries(x)`` maps queries, ``keys(x)`` maps keys, on (…, dim) tensors.
+
+    The default maps both sides with ``forward``; subclasses that treat the sides differently
+    override ``queries``/``keys``. ``redraw()`` draws new random features (a no-op for a
+    deterministic map). A feature map never changes inside a forward pass: every position of a
+    sequence, and every step of its recurrent form, sees the same φ.
+    """
+
+    def queries(self, x: torch.Tensor) -> torch.Tensor:
+        return self(x)
+
+    def keys(self, x: torch.Tensor) -> torch.Tensor:
+        return self(x)
+
+    def redraw(self, generator: torch.Generator | None = None) -> None:
+        """Draw new random features; deterministic maps have none, so this does nothing."""
+        return None
+
+
+class Elementwise(FeatureMap):
+    """A deterministic map applied element-wise and alike to queries and keys (eq. 7 and its variants)."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], name: str | None = None):
+        super().__init__()
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        self.fn, self.name = fn, name or getattr(fn, "__name__", type(fn).__name__)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+    def extra_repr(self) -> str:
+        return self.name
+
+
+# Stateless, so one shared instance per name serves every caller.
 FEATURE_MAPS: dict[str, FeatureMap] = {
-    "elu": elu_plus_one,
-    "relu": relu,
-    "softplus": softplus,
+    "elu": Elementwise(elu_plus_one, "elu"),
+    "relu": Elementwise(relu, "relu"),
+    "softplus": Elementwise(softplus, "softplus"),
 }
 
 
-def get_feature_map(feature_map: Union[str, FeatureMap]) -> FeatureMap:
-    """Return the feature map named ``feature_map`` (``"elu" | "relu" | "softplus"``) or the callable itself."""
-    if callable(feature_map):
+def get_feature_map(feature_map: str | FeatureMap | Callable[[torch.Tensor], torch.Tensor]) -> FeatureMap:
+    """The :class:`FeatureMap` for ``feature_map``: a name (``"elu" | "relu" | "softplus"``), a
+    :class:`FeatureMap` (returned as is), or a plain callable (applied alike to queries and keys)."""
+    if isinstance(feature_map, FeatureMap):
         return feature_map
-    if isinstance(feature_map, str) and feature_map in FEATURE_MAPS:
-        return FEATURE_MAPS[feature_map]
+    if isinstance(feature_map, str):
+        if feature_map in FEATURE_MAPS:
+            return FEATURE_MAPS[feature_map]
+    elif callable(feature_map):
+        return Elementwise(feature_map)
     raise ValueError(
-        f"feature_map must be one of {sorted(FEATURE_MAPS)} or a callable, got {feature_map!r}"
+        f"feature_map must be one of {sorted(FEATURE_MAPS)}, a FeatureMap module or a callable, got {feature_map!r}"
     )

@@ -27,7 +27,7 @@ from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 
 def mapped_keys_values(k, v, feature_map, key_padding_mask):
     """φ(K) and V with padded positions zeroed, so padding adds nothing to any sum."""
-    phi_k = feature_map(k)
+    phi_k = feature_map.keys(k)
     if key_padding_mask is not None:
         keep = (~key_padding_mask)[:, None, :, None].to(phi_k.dtype)
         phi_k, v = phi_k * keep, v * keep
@@ -79,7 +79,7 @@ def linear_attention(
     if compat is not None and causal:
         raise ValueError(f"compat={compat!r} is the non-causal LRA attention; use causal=False")
     phi = get_feature_map(feature_map)
-    phi_q = phi(q)
+    phi_q = phi.queries(q)
     phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
     if compat == "nystromformer":
         return unnormalised_lra_attention(phi_q, phi_k, v)
@@ -120,7 +120,7 @@ def linear_attention_step(
     check_step(q_t, k_t, v_t)
     check_eps(eps)
     phi = get_feature_map(feature_map)
-    phi_q, phi_k = phi(q_t), phi(k_t)
+    phi_q, phi_k = phi.queries(q_t), phi.keys(k_t)
     if state is None:
         s = phi_k.new_zeros(*phi_k.shape, v_t.shape[-1])
         z = phi_k.new_zeros(phi_k.shape)

@@ -34,6 +34,7 @@ from torch.utils.checkpoint import checkpoint
 
 from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product
 from lra_kit.attention.feature_maps import elu_plus_one
+from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.softmax import softmax_attention
 
 PACK_ACTIVATIONS = ("softplus", "elu")
@@ -346,13 +347,11 @@ class LunaAttention(nn.Module):
         nn.init.zeros_(self.out_proj.bias)
 
     def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
-        B, L, _ = x.shape
-        return x.view(B, L, heads, self.d_model // heads).transpose(1, 2)
+        return split_heads(x, heads)
 
     @staticmethod
     def _merge(x: torch.Tensor) -> torch.Tensor:
-        B, H, L, d = x.shape
-        return x.transpose(1, 2).reshape(B, L, H * d)
+        return merge_heads(x)
 
     def _check(self, x: torch.Tensor, p: torch.Tensor) -> None:
         if not isinstance(p, torch.Tensor):

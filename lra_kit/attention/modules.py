@@ -10,12 +10,14 @@ treat every attention alike. ``x`` is (batch, length, d_model), ``x_t`` is (batc
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn as nn
 
 from lra_kit.attention.checks import check_momentum
+from lra_kit.attention.feature_maps import get_feature_map
+from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.linear import linear_attention, linear_attention_step
 from lra_kit.attention.momentum import momentum_attention, momentum_attention_step
 from lra_kit.attention.softmax import softmax_attention
@@ -35,7 +37,7 @@ class MultiheadAttention(nn.Module):
     tensors and ``attend_step(q_t, k_t, v_t, state)`` on (batch, heads, head_dim).
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, causal: bool = False, head_dim: Optional[int] = None):
+    def __init__(self, d_model: int, n_heads: int, *, causal: bool = False, head_dim: int | None = None):
         super().__init__()
         if not isinstance(n_heads, int) or n_heads < 1:
             raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
@@ -50,26 +52,21 @@ class MultiheadAttention(nn.Module):
         self.W_v = nn.Linear(d_model, inner)
         self.W_o = nn.Linear(inner, d_model)
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, length, heads·head_dim) → (batch, heads, length, head_dim); (batch, ·) → (batch, heads, head_dim)."""
-        x = x.unflatten(-1, (self.n_heads, self.head_dim))
-        return x.transpose(1, 2) if x.dim() == 4 else x
-
-    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: Optional[torch.Tensor] = None):
+    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: torch.Tensor | None = None):
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
-        q, k, v = (self._split(W(x)) for W in (self.W_q, self.W_k, self.W_v))
+        q, k, v = (split_heads(W(x), self.n_heads) for W in (self.W_q, self.W_k, self.W_v))
         out = self.attend(q, k, v, key_padding_mask)
-        return self.W_o(out.transpose(1, 2).flatten(-2)), p
+        return self.W_o(merge_heads(out)), p
 
     def step(self, x_t: torch.Tensor, p: Any = None, state: Any = None):
         if not self.causal:
             raise RuntimeError(f"{type(self).__name__}.step needs a causal module (causal=True)")
         if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
             raise ValueError(f"x_t must have shape (batch, {self.d_model}), got {tuple(x_t.shape)}")
-        q, k, v = (self._split(W(x_t)) for W in (self.W_q, self.W_k, self.W_v))
+        q, k, v = (split_heads(W(x_t), self.n_heads) for W in (self.W_q, self.W_k, self.W_v))
         out, state = self.attend_step(q, k, v, state)
-        return self.W_o(out.flatten(-2)), state
+        return self.W_o(merge_heads(out)), state
 
     def attend(self, q, k, v, key_padding_mask):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -102,9 +99,9 @@ class LinearAttention(MultiheadAttention):
     """Linear attention (Katharopoulos et al. eqs. 5, 9); generation uses the RNN form (eqs. 16–20)."""
 
     def __init__(self, d_model, n_heads, *, causal=False, head_dim=None, feature_map="elu", eps: float = 1e-6,
-                 compat: Optional[str] = None):
+                 compat: str | None = None):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
-        self.feature_map, self.eps, self.compat = feature_map, eps, compat
+        self.feature_map, self.eps, self.compat = get_feature_map(feature_map), eps, compat
 
     def attend(self, q, k, v, key_padding_mask):
         return linear_attention(
@@ -121,11 +118,12 @@ class MomentumAttention(MultiheadAttention):
 
     def __init__(
         self, d_model, n_heads, *, beta: float, gamma: float = 1.0, causal=False, head_dim=None,
-        feature_map="elu", eps: float = 1e-6, compat: Optional[str] = None,
+        feature_map="elu", eps: float = 1e-6, compat: str | None = None,
     ):
         super().__init__(d_model, n_heads, causal=causal, head_dim=head_dim)
         check_momentum(beta, gamma)
-        self.beta, self.gamma, self.feature_map, self.eps, self.compat = float(beta), float(gamma), feature_map, eps, compat
+        self.beta, self.gamma, self.eps, self.compat = float(beta), float(gamma), eps, compat
+        self.feature_map = get_feature_map(feature_map)  # a module: a random-feature map moves and saves with this one
 
     def attend(self, q, k, v, key_padding_mask):
         return momentum_attention(

@@ -89,7 +89,7 @@ def momentum_attention(
         raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
     beta, gamma = float(beta), float(gamma)
     phi = get_feature_map(feature_map)
-    phi_q = phi(q)
+    phi_q = phi.queries(q)
     phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
     B, _, L, _ = k.shape
 
@@ -136,7 +136,7 @@ def momentum_attention_step(
     check_momentum(beta, gamma)
     check_eps(eps)
     phi = get_feature_map(feature_map)
-    phi_q, phi_k = phi(q_t), phi(k_t)
+    phi_q, phi_k = phi.queries(q_t), phi.keys(k_t)
     if state is None:
         s = phi_k.new_zeros(*phi_k.shape, v_t.shape[-1])
         m = torch.zeros_like(s)

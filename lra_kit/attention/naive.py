@@ -12,6 +12,8 @@ from typing import Optional
 import torch
 
 from lra_kit.attention.feature_maps import get_feature_map
+from lra_kit.attention.heads import merge_heads, split_heads
+from lra_kit.attention.performer import positive_random_features
 
 
 def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
@@ -39,7 +41,7 @@ def naive_softmax_attention(q, k, v, *, causal=False, key_padding_mask=None):
 def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padding_mask=None, eps=1e-6):
     """Eq. 4 (eq. 9 when causal): the kernel matrix A_ij = φ(Q_i)ᵀφ(K_j), explicitly, then (A V) / (A 1 + ε)."""
     phi = get_feature_map(feature_map)
-    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    A = (phi.queries(q) @ phi.keys(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal:
         A = A.tril()
     return (A @ v) / (A.sum(-1, keepdim=True) + eps)
@@ -53,7 +55,7 @@ def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
     z = q.new_zeros(B, H, D)
     outs = []
     for i in range(N):
-        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
         s = s + torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
         z = z + fk
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
@@ -81,7 +83,7 @@ def naive_momentum_attention(
     """
     phi = get_feature_map(feature_map)
     B, H, N, _ = k.shape
-    A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
+    A = (phi.queries(q) @ phi.keys(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal and compat is None:
         W = naive_momentum_weight_matrix(N, beta, gamma, dtype=q.dtype, device=q.device)
         A = A.tril()
@@ -108,7 +110,7 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
     z = q.new_zeros(B, H, D)
     outs = []
     for i in range(N):
-        fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
+        fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
         m = beta * m - torch.einsum("bhd,bhm->bhdm", fk, v[:, :, i])
         s = s - gamma * m
         z = z + fk
@@ -141,16 +143,6 @@ def naive_causal_mean_product(x, y, z, counts=None):
     return torch.stack(outs, dim=2)
 
 
-def _heads(x, heads):
-    B, L, d = x.shape
-    return x.view(B, L, heads, d // heads).transpose(1, 2)
-
-
-def _merge(x):
-    B, H, L, d = x.shape
-    return x.transpose(1, 2).reshape(B, L, H * d)
-
-
 def naive_luna_attention(module, x, p, key_padding_mask=None):
     """Luna pack (eq. 3) and unpack (eq. 4) with explicit softmax matrices, using ``module``'s weights.
 
@@ -163,30 +155,43 @@ def naive_luna_attention(module, x, p, key_padding_mask=None):
     H, Hp = module.n_heads, module.n_pack_heads
     if module.causal:
         scale = (module.d_model // H) ** -0.5
-        pq = _heads(module.pq_proj(p), H) * scale
-        a_pack = pack_activation(_heads(module.pc_proj(x), H) @ pq.transpose(-1, -2), module.pack_activation)
-        q = _heads(module.q_proj(x), H) * scale
+        pq = split_heads(module.pq_proj(p), H) * scale
+        a_pack = pack_activation(split_heads(module.pc_proj(x), H) @ pq.transpose(-1, -2), module.pack_activation)
+        q = split_heads(module.q_proj(x), H) * scale
         if module.tie_kv:
-            k = v = _heads(module.c_proj(x), H)
+            k = v = split_heads(module.c_proj(x), H)
         else:
-            k, v = _heads(module.k_proj(x), H), _heads(module.v_proj(x), H)
+            k, v = split_heads(module.k_proj(x), H), split_heads(module.v_proj(x), H)
         counts = None
         if key_padding_mask is not None:  # padding is neither summed nor counted in t
             real = ~key_padding_mask
             a_pack = a_pack * real[:, None, :, None].to(x.dtype)
             counts = torch.cumsum(real.long(), dim=1)
         a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack, counts), dim=-1)
-        return module.out_proj(_merge(naive_causal_mean_product(a_unpack, a_pack, v, counts))), None
+        return module.out_proj(merge_heads(naive_causal_mean_product(a_unpack, a_pack, v, counts))), None
 
-    pq = _heads(module.pq_proj(p), Hp)
+    pq = split_heads(module.pq_proj(p), Hp)
     if module.tie_kv:
-        pk = pv = _heads(module.pc_proj(x), Hp)
+        pk = pv = split_heads(module.pc_proj(x), Hp)
     else:
-        pk, pv = _heads(module.pk_proj(x), Hp), _heads(module.pv_proj(x), Hp)
-    packed = _merge(naive_softmax_attention(pq, pk, pv, key_padding_mask=key_padding_mask))
-    q = _heads(module.q_proj(x), H)
+        pk, pv = split_heads(module.pk_proj(x), Hp), split_heads(module.pv_proj(x), Hp)
+    packed = merge_heads(naive_softmax_attention(pq, pk, pv, key_padding_mask=key_padding_mask))
+    q = split_heads(module.q_proj(x), H)
     if module.tie_kv:
-        k = v = _heads(module.c_proj(packed), H)
+        k = v = split_heads(module.c_proj(packed), H)
     else:
-        k, v = _heads(module.k_proj(packed), H), _heads(module.v_proj(packed), H)
-    return module.out_proj(_merge(naive_softmax_attention(q, k, v))), packed
+        k, v = split_heads(module.k_proj(packed), H), split_heads(module.v_proj(packed), H)
+    return module.out_proj(merge_heads(naive_softmax_attention(q, k, v))), packed
+
+
+def naive_performer_attention(q, k, v, projection, *, causal=False, key_padding_mask=None):
+    """Performer attention as its explicit kernel matrix: A_ij = φ(q_i/d^{1/4})ᵀφ(k_j/d^{1/4}) with the
+    unstabilised positive random features of Choromanski et al. Lemma 1, then (A V) / (A 1)."""
+    scale = q.shape[-1] ** -0.25
+    w = projection.to(q.dtype)
+    A = positive_random_features(q * scale, w) @ positive_random_features(k * scale, w).transpose(-1, -2)
+    A = A * _key_mask(key_padding_mask, k)
+    if causal:
+        A = A.tril()
+    total = A.sum(-1, keepdim=True)
+    return torch.where(total > 0, (A @ v) / total.clamp(min=1e-300), torch.zeros_like(A @ v))

@@ -1,30 +1,88 @@
-"""Build any attention module by name (GUIDE §3): ``build_attention("momentum", 64, 2, beta=0.6)``."""
+"""The one table of attention names: ``build_attention("momentum", 64, 2, beta=0.6)``.
+
+Every place that accepts an attention by name — the model config, the training configs and CLI,
+the benchmark, the tests — reads :data:`ATTENTIONS` (or :func:`attention_names`), so adding an
+attention is one row here (see ``docs/adding-an-attention.md``).
+"""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 import torch.nn as nn
 
 from lra_kit.attention.luna import LunaAttention
 from lra_kit.attention.modules import LinearAttention, MomentumAttention, SoftmaxAttention
+from lra_kit.attention.performer import PerformerAttention
 
-ATTENTIONS: dict[str, Callable[..., nn.Module]] = {
-    "softmax": SoftmaxAttention,
-    "linear": LinearAttention,
-    "momentum": MomentumAttention,
-    "luna": LunaAttention,
-}
+
+@dataclass(frozen=True, eq=False)
+class AttentionSpec:
+    """One attention: its module and what a caller needs to know without building it.
+
+    ``defaults`` are the options :func:`build_attention` uses where the caller gives none;
+    ``causal``: it has a causal form (``causal=True``); ``step``: its causal module has
+    ``step()`` (generation one position at a time); ``dropout``: it takes ``dropout`` on an
+    explicit attention matrix; ``extra_sequence``: it reads and returns Luna's extra sequence p.
+    """
+
+    name: str
+    module: Callable[..., nn.Module]
+    summary: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    causal: bool = True
+    step: bool = True
+    dropout: bool = False
+    extra_sequence: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+
+    def options(self, **overrides) -> dict:
+        """The defaults with ``overrides`` on top: the options ``build_attention`` passes on."""
+        return {**self.defaults, **overrides}
+
+
+def _table(*specs: AttentionSpec) -> Mapping[str, AttentionSpec]:
+    return MappingProxyType({spec.name: spec for spec in specs})
+
+
+ATTENTIONS: Mapping[str, AttentionSpec] = _table(
+    AttentionSpec("softmax", SoftmaxAttention, "softmax(QKᵀ/√d)V through SDPA (Katharopoulos et al. eq. 2)",
+                  dropout=True),
+    AttentionSpec("linear", LinearAttention, "linear attention, φ = elu + 1 (Katharopoulos et al. eqs. 5, 9)"),
+    # β, γ: Nguyen et al. Table 1 (MNIST row); the training configs put each task's row in their place.
+    AttentionSpec("momentum", MomentumAttention, "momentum attention (Nguyen et al. eqs. 13, 14)",
+                  defaults={"beta": 0.6, "gamma": 0.9}),
+    AttentionSpec("luna", LunaAttention, "Luna pack and unpack (Ma et al. eqs. 3, 4, 7)", dropout=True,
+                  extra_sequence=True),
+    AttentionSpec("performer", PerformerAttention,
+                  "FAVOR+ positive orthogonal random features (Choromanski et al. 2021)"),
+)
+
+
+def attention_names() -> tuple[str, ...]:
+    """Every registered attention name, in the table's order."""
+    return tuple(ATTENTIONS)
+
+
+def attention_spec(name: str) -> AttentionSpec:
+    """The table row of ``name``; an unknown name is a ValueError that lists the valid ones."""
+    if not isinstance(name, str) or name not in ATTENTIONS:
+        raise ValueError(f"unknown attention {name!r}; valid names: {', '.join(sorted(ATTENTIONS))}")
+    return ATTENTIONS[name]
 
 
 def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Module:
     """A multi-head attention module with ``forward(x, p=None, key_padding_mask=None) -> (y, p)``.
 
-    ``name`` is one of ``"softmax" | "linear" | "momentum" | "luna"``; ``options`` go to its
-    constructor (e.g. ``causal=True``, ``beta=0.6, gamma=0.9``, ``feature_map="elu"``, ``tie_kv=True``).
+    ``name`` is one of :func:`attention_names`; ``options`` go to its constructor on top of the
+    table's defaults (e.g. ``causal=True``, ``beta=0.6, gamma=0.9``, ``feature_map="elu"``,
+    ``tie_kv=True``, ``n_features=64``).
     """
-    if name not in ATTENTIONS:
-        raise ValueError(f"unknown attention {name!r}; valid names: {', '.join(sorted(ATTENTIONS))}")
+    spec = attention_spec(name)
     try:
-        return ATTENTIONS[name](d_model, n_heads, **options)
+        return spec.module(d_model, n_heads, **spec.options(**options))
     except TypeError as err:  # an option the chosen attention does not take
         raise TypeError(f"build_attention({name!r}, ...): {err}") from err

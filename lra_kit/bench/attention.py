@@ -24,16 +24,18 @@ from typing import Callable
 import torch
 from tqdm.auto import tqdm
 
-from lra_kit.attention import LunaAttention, elu_plus_one, linear_attention, momentum_attention, softmax_attention
+from lra_kit.attention import (
+    FavorPlus, LunaAttention, elu_plus_one, linear_attention, momentum_attention, performer_attention, softmax_attention,
+)
 from lra_kit.attention.naive import naive_cumulative_state_causal_product
 from lra_kit.bench.measure import fix_mmap_threshold, interleaved_times, peak_memory
 from lra_kit.results import make_results, write_results
 
-METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "sdpa", "luna")
+METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
 # autograd (the "naive implementation" of Katharopoulos §3.3.1), the memory baseline of the book.
 EXTRA_METHODS = ("linear_cumulative_states",)
-BASELINE = {"linear_causal": "sdpa_causal", "momentum_causal": "sdpa_causal", "luna": "sdpa"}
+BASELINE = {"linear_causal": "sdpa_causal", "momentum_causal": "sdpa_causal", "performer_causal": "sdpa_causal", "luna": "sdpa"}
 
 
 def _device_detail(device: torch.device) -> str:
@@ -65,11 +67,13 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
 
         return step
     q, k, v = (torch.randn(B, H, N, D, generator=gen).to(device, dtype).requires_grad_() for _ in range(3))
+    favor = FavorPlus(D, generator=gen).to(device)
     fns = {
         "sdpa_causal": lambda: softmax_attention(q, k, v, causal=True),
         "sdpa": lambda: softmax_attention(q, k, v),
         "linear_causal": lambda: linear_attention(q, k, v, causal=True),
         "momentum_causal": lambda: momentum_attention(q, k, v, beta=beta, gamma=1.0, causal=True),
+        "performer_causal": lambda: performer_attention(q, k, v, feature_map=favor, causal=True),
         "linear_cumulative_states": lambda: _linear_with_cumulative_states(q, k, v),
     }
     fn = fns[method]

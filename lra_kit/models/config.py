@@ -26,7 +26,7 @@ class ModelConfig:
     n_heads: int = 2
     d_ff: int = 128                     # FFN hidden size (also the classifier head's hidden size)
     dropout: float = 0.1
-    attention_dropout: float = 0.1      # softmax and Luna only (linear/momentum have no attention matrix)
+    attention_dropout: float = 0.1      # attentions with an attention matrix only (ATTENTIONS[name].dropout)
     activation: str = "gelu"
     norm: str = "pre"                   # "pre" (Nystromformer LRA code) | "post" (Luna, fast-transformers)
     final_norm: bool = True             # a LayerNorm after the last layer
@@ -78,8 +78,10 @@ class ModelConfig:
 
 def attention_kwargs(cfg: ModelConfig, causal: bool) -> dict:
     """The options ``build_attention`` gets: the config's, plus attention dropout where it exists."""
+    from lra_kit.attention import attention_spec
+
     options = dict(cfg.attention_options)
-    if cfg.attention in ("softmax", "luna"):
+    if attention_spec(cfg.attention).dropout:
         options.setdefault("dropout", cfg.attention_dropout)
     return dict(options, causal=causal)
 

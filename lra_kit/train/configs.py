@@ -28,7 +28,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from lra_kit.attention import ATTENTIONS
+from lra_kit.attention import ATTENTIONS, attention_spec
 from lra_kit.models.config import CONNECTIONS, ModelConfig
 from lra_kit.scales import SCALES, get_scale
 
@@ -154,12 +154,13 @@ def _check(name: str, value: str, allowed) -> None:
 
 
 def _attention_options(task: str, attention: str) -> dict:
+    options = attention_spec(attention).options()  # the table's defaults; an unknown name is an error
     if attention == "momentum":
         row = CONNECTION[task]
-        return {"beta": row["beta"], "gamma": row["gamma"]}
+        options.update(beta=row["beta"], gamma=row["gamma"])
     if attention == "luna":
-        return {"tie_kv": False}
-    return {}
+        options.update(tie_kv=False)
+    return options
 
 
 def _connection(model: ModelConfig, task: str, connection: str) -> None:
