@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from lra_kit.data import load
+from lra_kit.errors import RunDirectoryError
 from lra_kit.results import REQUIRED_KEYS
 from lra_kit.train.checkpoint import load_checkpoint
 from lra_kit.train.configs import get_config
-from lra_kit.train.trainer import RunInterrupted, Trainer
+from lra_kit.train.trainer import Trainer
 
 
 def tiny_copy_config(attention="momentum", connection="adaptive"):
@@ -38,14 +39,32 @@ def quiet(*args, **kwargs):
     pass
 
 
+class Killed(BaseException):
+    """Stands for a SIGKILL in-process: nothing after it runs (a BaseException, like KeyboardInterrupt)."""
+
+
+def kill_after(monkeypatch, updates: int) -> None:
+    """Make the next trainer die just before update ``updates + 1``, as if killed there."""
+    original = Trainer.train_step
+
+    def train_step(self, batches):
+        if self.state["step"] >= updates:
+            raise Killed
+        original(self, batches)
+
+    monkeypatch.setattr(Trainer, "train_step", train_step)
+
+
 @pytest.mark.parametrize("stop_after", [5, 8])  # between checkpoints, and right at one
-def test_resume_is_bit_identical(tmp_path, copy_data, stop_after):
+def test_resume_is_bit_identical(tmp_path, copy_data, stop_after, monkeypatch):
     cfg = tiny_copy_config()
     ref = Trainer(cfg, str(tmp_path / "ref"), datasets=copy_data, progress=False, log=quiet).run()
 
     run_dir = str(tmp_path / "killed")
-    with pytest.raises(RunInterrupted):
-        Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet, stop_after=stop_after).run()
+    with monkeypatch.context() as patch:
+        kill_after(patch, stop_after)
+        with pytest.raises(Killed):
+            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
     messages = []
     resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step" in m for m in messages)
@@ -86,5 +105,5 @@ def test_run_directory_holds_config_log_checkpoints_results(tmp_path, copy_data)
     # a different config in the same directory is refused, not silently mixed
     other = tiny_copy_config("linear", "residual")
     other.model.layers = 1
-    with pytest.raises(ValueError, match="different config"):
+    with pytest.raises(RunDirectoryError, match="different config"):
         Trainer(other, run_dir, datasets=copy_data, progress=False, log=quiet).run()
