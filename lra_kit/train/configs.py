@@ -259,8 +259,8 @@ def _copy_config(attention: str, scale: str) -> ExperimentConfig:
     train = TrainConfig(steps=COPY["steps"], eval_every=COPY["eval_every"], eval_batches=COPY["eval_batches"],
                         log_every=COPY["log_every"])
     data = DataConfig(batch_size=COPY["batch"])
-    return ExperimentConfig("copy", attention, scale, model=model, optim=optim, data=data, train=train,
-                            source="copy task: Katharopoulos et al. §4.1, Nguyen et al. §4.1 + causal-copy code defaults")
+    source = "copy task: Katharopoulos et al. §4.1, Nguyen et al. §4.1 + causal-copy code defaults"
+    return ExperimentConfig("copy", attention, scale, model=model, optim=optim, data=data, train=train, source=source)
 
 
 def _pixel_config(task: str, attention: str, scale: str) -> ExperimentConfig:

@@ -52,6 +52,11 @@ def default_run_dir(cfg: ExperimentConfig) -> str:
     return os.path.join("runs", cfg.name)
 
 
+def record_path(record_dir: str, record: str, cfg: ExperimentConfig) -> str:
+    """Where ``--record NAME`` writes a copy of the results: ``RECORD_DIR/NAME/<cfg.name>.json``."""
+    return os.path.join(record_dir, record, f"{cfg.name}.json")
+
+
 class TaskLoss(nn.Module):
     """The model plus its task's loss, so DDP and torch.compile see one ``forward``.
 
@@ -135,8 +140,8 @@ class Trainer:
         validate(cfg)
         self.cfg, self.out_dir = cfg, out_dir or default_run_dir(cfg)
         self.record, self.record_dir = record, record_dir
-        self.dist: DistInfo = init_distributed(torch.device("cuda" if device.startswith("cuda") or
-                                                             (device == "auto" and torch.cuda.is_available()) else "cpu"))
+        on_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+        self.dist: DistInfo = init_distributed(torch.device("cuda" if on_cuda else "cpu"))
         self.device = local_device(device, self.dist)
         self.progress = progress and self.dist.is_main
         self._log = log if self.dist.is_main else (lambda *a, **k: None)
@@ -335,7 +340,7 @@ class Trainer:
         return metrics
 
     def _record_path(self) -> str | None:
-        return os.path.join(self.record_dir, self.record, f"{self.cfg.name}.json") if self.record else None
+        return record_path(self.record_dir, self.record, self.cfg) if self.record else None
 
     def check_outputs(self) -> None:
         """Raise ``OutputPathError`` now, not after hours of training, if an output path is unwritable."""
@@ -368,11 +373,12 @@ class Trainer:
     def _train(self) -> None:
         cfg, t = self.cfg, self.cfg.train
         resumed = self._resume()
-        self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}"
-                  f"{f' × {self.dist.world_size} processes' if self.dist.enabled else ''}; run directory {self.out_dir}")
+        processes = f" × {self.dist.world_size} processes" if self.dist.enabled else ""
+        self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}{processes}; run directory {self.out_dir}")
         self._log(format_config(cfg))
         if resumed:
-            self._log(f"[lra-kit] resuming from the checkpoint at step {self.state['step']}/{t.steps} in {self.out_dir}")
+            self._log(f"[lra-kit] resuming from the checkpoint at step {self.state['step']}/{t.steps} "
+                      f"in {self.out_dir}")
         elif self.dist.is_main:
             atomic_write_text(format_config(cfg) + "\n", self.path("config.json"))
             if os.path.exists(self.path("log.jsonl")):
@@ -429,8 +435,8 @@ class Trainer:
         self._write_log({"step": self.state["step"], "split": "test", **test})
         last_val = self.state["curves"]["val"][-1] if self.state["curves"]["val"] else None
         last_train = self.state["curves"]["train"][-1] if self.state["curves"]["train"] else None
-        metrics = {"test": test, "best_val": {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]},
-                   "last_val": last_val, "last_train": last_train}
+        best_val = {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]}
+        metrics = {"test": test, "best_val": best_val, "last_val": last_val, "last_train": last_train}
         results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale,
                                steps=self.state["step"], seed=self.cfg.train.seed, wall_s=self.state["wall_s"],
                                device=self.device, experiment=self.cfg.name, task=self.cfg.task,
