@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-import torch
 
 from lra_kit.errors import RunDirectoryError
 from lra_kit.results import REQUIRED_KEYS

@@ -22,7 +22,8 @@ def tiny_copy_config(attention="momentum", connection="adaptive", steps=12):
 
 def copy_datasets():
     # 40 training samples = 5 batches per epoch: 12 steps cross two epoch ends
-    return {s: load("copy", s, scale="smoke", **({"size": 40} if s == "train" else {})) for s in ("train", "val", "test")}
+    sizes = {"train": {"size": 40}, "val": {}, "test": {}}
+    return {split: load("copy", split, scale="smoke", **options) for split, options in sizes.items()}
 
 
 def quiet(*args, **kwargs):
