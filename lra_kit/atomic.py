@@ -103,9 +103,12 @@ def check_writable(path, *, directory: bool = False) -> Path:
     try:
         fd, probe = tempfile.mkstemp(dir=existing, prefix=".lra-kit-probe.", suffix=TEMP_SUFFIX)
         os.close(fd)
-        os.unlink(probe)
     except OSError as err:
         raise OutputPathError(path, f"{existing} is not writable ({_problem(err)})") from err
+    try:
+        os.unlink(probe)
+    except FileNotFoundError:  # removed meanwhile by remove_orphans of a run in that directory
+        pass
     return path
 
 
