@@ -43,6 +43,8 @@ def test_resume_is_bit_identical(tmp_path, copy_data, stop_after, monkeypatch):
         kill_after(patch, stop_after)
         with pytest.raises(Killed):
             Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+    with open(os.path.join(run_dir, "log.jsonl"), "a") as f:
+        f.write('{"step": 99, "split": "tr')  # a line torn by the kill
     messages = []
     resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step" in m for m in messages)
