@@ -90,9 +90,9 @@ def test_check_writable_finds_a_read_only_directory(tmp_path):
 
 
 def test_remove_orphans_removes_only_temporaries(tmp_path):
-    for name in (".checkpoint.pt.abc123.tmp", ".results.json.x.tmp", "checkpoint.pt", "notes.tmp", ".lock"):
+    for name in (".checkpoint.pt.abc123.tmp", ".results.json.x.tmp", "checkpoint.pt", "user.tmp", ".lock"):
         (tmp_path / name).write_text("")
     removed = remove_orphans(tmp_path)
     assert sorted(p.name for p in removed) == [".checkpoint.pt.abc123.tmp", ".results.json.x.tmp"]
-    assert sorted(os.listdir(tmp_path)) == [".lock", "checkpoint.pt", "notes.tmp"]
+    assert sorted(os.listdir(tmp_path)) == [".lock", "checkpoint.pt", "user.tmp"]
     assert remove_orphans(tmp_path / "missing") == []

@@ -77,6 +77,11 @@ def test_missing_or_malformed_config_file(tmp_path, capsys, no_training):
     one_line_error(capsys, "bad.json", "not valid JSON")
 
 
+def test_bad_data_options_are_one_line(tmp_path, capsys):
+    assert main([*SMOKE, "--out", str(tmp_path / "run"), "--set", "data.options.colour=1"]) == 1
+    one_line_error(capsys, "data.options", "colour")
+
+
 @pytest.mark.parametrize("device", ["gpu", "cpu:0", "cuda:x"])
 def test_bad_device(tmp_path, device, capsys):
     assert main([*SMOKE, "--out", str(tmp_path / "run"), "--device", device]) == 1
