@@ -149,7 +149,7 @@ class Trainer:
         per_rank = cfg.data.batch_size // self.dist.world_size
         if cfg.data.batch_size % (self.dist.world_size * t.accumulate):
             raise ConfigError(f"data.batch_size={cfg.data.batch_size} must be divisible by world_size × accumulate "
-                             f"= {self.dist.world_size} × {t.accumulate}")
+                              f"= {self.dist.world_size} × {t.accumulate}")
         self.micro = per_rank // t.accumulate
         # Per-rank seeds give the ranks different dropout masks; the initial weights are rank 0's (DDP
         # broadcasts them) and the data order depends on t.seed only. (Resume restores rank 0's RNG on
