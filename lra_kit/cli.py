@@ -2,7 +2,10 @@
 
 Each layer of the package contributes its own sub-commands through a module with
 ``add_parser(subparsers)``; this file only wires them together, so that ``data`` knows
-nothing of ``train`` (GUIDE §8).
+nothing of ``train`` (docs/design.md §1 Layout).
+
+Errors: a :class:`lra_kit.errors.LraKitError` (something the user can fix) prints one line,
+``lra-kit COMMAND: error: ...``, and exits with status 1; ``LRA_KIT_DEBUG=1`` shows its traceback.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import argparse
 import importlib
 import os
 import sys
+
+from lra_kit.errors import LraKitError
 
 # name of the sub-command group -> module that defines add_parser(subparsers)
 _COMMAND_MODULES = (
@@ -49,8 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Errors a user can fix (missing data, no network, a bad option value): a message, not a traceback.
-USER_ERRORS = (FileNotFoundError, ConnectionError, ValueError, RuntimeError)
+# Errors a user can fix (a bad option or config value, missing data, an unwritable path, a corrupt
+# checkpoint, a busy run directory, no network): one message, not a traceback. Anything else (out of
+# memory, a shape mismatch) is a bug and keeps its traceback.
+USER_ERRORS = (LraKitError, ConnectionError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("lra-kit: interrupted", file=sys.stderr)
+        resume = " (run the same command again to resume from the last checkpoint)" if args.command == "train" else ""
+        print(f"lra-kit {args.command}: interrupted{resume}", file=sys.stderr)
         return 130
     except USER_ERRORS as err:
         if os.environ.get("LRA_KIT_DEBUG"):

@@ -1,4 +1,5 @@
-"""Results files (GUIDE §4): one JSON per run with the metrics and everything needed to trust them.
+"""Results files (docs/design.md §5 Results format): one JSON per run with the metrics and all that
+is needed to trust them.
 
 Keys: ``metrics``, ``config``, ``scale``, ``steps``, ``seed``, ``wall_s``, ``device``
 (e.g. "NVIDIA H200" or "cpu"), ``torch``, ``git_commit``, ``date`` — plus any extras
@@ -10,7 +11,7 @@ import datetime
 import json
 import os
 import subprocess
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -27,7 +28,7 @@ def device_name(device: Any = None) -> str:
     return "cpu" if device is None or device.type == "cpu" else str(device)
 
 
-def git_commit(path: Optional[str] = None) -> Optional[str]:
+def git_commit(path: str | None = None) -> str | None:
     """The commit of the repository holding ``path`` (this package by default), with ``-dirty`` if modified."""
     cwd = path or os.path.dirname(os.path.abspath(__file__))
     try:
@@ -42,16 +43,17 @@ def git_commit(path: Optional[str] = None) -> Optional[str]:
 
 def make_results(*, metrics: dict, config: dict, scale: str, steps: int, seed: int, wall_s: float, device: Any,
                  **extra) -> dict:
-    """The results record with the keys of GUIDE §4 (and ``extra`` after them)."""
+    """The results record with the keys of docs/design.md §5 (and ``extra`` after them)."""
     record = {"metrics": metrics, "config": config, "scale": scale, "steps": int(steps), "seed": int(seed),
               "wall_s": round(float(wall_s), 3), "device": device_name(device), "torch": torch.__version__,
-              "git_commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+              "git_commit": git_commit(),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     record.update(extra)
     return record
 
 
 def write_results(record: dict, path: str) -> str:
-    """Write ``record`` as indented JSON (atomically), checking the GUIDE §4 keys are there."""
+    """Write ``record`` as indented JSON (atomically), checking the required keys are there."""
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
         raise ValueError(f"results record misses keys {missing}")

@@ -1,4 +1,4 @@
-"""Run scales (GUIDE §4): how big every experiment is.
+"""Run scales (docs/design.md §3 Scales): how big every experiment is.
 
 ``smoke``  seconds on a CPU: what CI and nbval run.
 ``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from lra_kit.errors import ConfigError
+
 SCALES = ("smoke", "book", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
 
@@ -19,5 +21,5 @@ def get_scale(scale: str | None = None) -> str:
     value = scale if scale is not None else os.environ.get(ENV_VAR, "smoke")
     if value not in SCALES:
         source = "scale" if scale is not None else f"${ENV_VAR}"
-        raise ValueError(f"{source} must be one of {SCALES}, got {value!r}")
+        raise ConfigError(f"{source} must be one of {SCALES}, got {value!r}")
     return value

@@ -77,9 +77,11 @@ def test_generate_writes_a_png_grid_for_mnist(tmp_path, capsys):
     assert Image.open(png).size == (2 * 30, 2 * 30)
 
 
-def test_eval_and_generate_reject_non_run_dirs(tmp_path):
-    with pytest.raises(SystemExit, match="not a run directory"):
-        main(["eval", str(tmp_path)])
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_eval_and_generate_reject_non_run_dirs(tmp_path, command, capsys):
+    assert main([command, str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "not a run directory (no config.json)" in err and str(tmp_path) in err and "Traceback" not in err
 
 
 def test_user_errors_print_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):

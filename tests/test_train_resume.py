@@ -5,60 +5,53 @@ import json
 import os
 
 import pytest
-import torch
 
-from lra_kit.data import load
+from lra_kit.errors import RunDirectoryError
 from lra_kit.results import REQUIRED_KEYS
-from lra_kit.train.checkpoint import load_checkpoint
-from lra_kit.train.configs import get_config
-from lra_kit.train.trainer import RunInterrupted, Trainer
-
-
-def tiny_copy_config(attention="momentum", connection="adaptive"):
-    cfg = get_config("copy", attention, "smoke", connection)
-    cfg.model.layers, cfg.model.d_model, cfg.model.d_ff = 2, 16, 32
-    cfg.model.dropout = cfg.model.attention_dropout = 0.1  # dropout on: the RNG state must be restored too
-    cfg.data.batch_size, cfg.train.steps, cfg.train.eval_every, cfg.train.eval_batches = 8, 12, 4, 1
-    cfg.train.log_every, cfg.train.checkpoint_every = 2, 4
-    cfg.optim.schedule, cfg.optim.decay_steps = "step", (6,)  # the scheduler state matters
-    return cfg
+from lra_kit.train.trainer import Trainer
+from train_helpers import assert_same_final_state, copy_datasets, final_state, quiet, tiny_copy_config
 
 
 @pytest.fixture(scope="module")
 def copy_data():
-    # 40 training samples = 5 batches per epoch: the 12 steps cross two epoch ends
-    return {s: load("copy", s, scale="smoke", **({"size": 40} if s == "train" else {})) for s in ("train", "val", "test")}
+    return copy_datasets()
 
 
-def final_state(run_dir):
-    return load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
+class Killed(BaseException):
+    """Stands for a SIGKILL in-process: nothing after it runs (a BaseException, like KeyboardInterrupt)."""
 
 
-def quiet(*args, **kwargs):
-    pass
+def kill_after(monkeypatch, updates: int) -> None:
+    """Make the next trainer die just before update ``updates + 1``, as if killed there."""
+    original = Trainer.train_step
+
+    def train_step(self, batches):
+        if self.state["step"] >= updates:
+            raise Killed
+        original(self, batches)
+
+    monkeypatch.setattr(Trainer, "train_step", train_step)
 
 
 @pytest.mark.parametrize("stop_after", [5, 8])  # between checkpoints, and right at one
-def test_resume_is_bit_identical(tmp_path, copy_data, stop_after):
+def test_resume_is_bit_identical(tmp_path, copy_data, stop_after, monkeypatch):
     cfg = tiny_copy_config()
     ref = Trainer(cfg, str(tmp_path / "ref"), datasets=copy_data, progress=False, log=quiet).run()
 
     run_dir = str(tmp_path / "killed")
-    with pytest.raises(RunInterrupted):
-        Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet, stop_after=stop_after).run()
+    with monkeypatch.context() as patch:
+        kill_after(patch, stop_after)
+        with pytest.raises(Killed):
+            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+    with open(os.path.join(run_dir, "log.jsonl"), "a") as f:
+        f.write('{"step": 99, "split": "tr')  # a line torn by the kill
     messages = []
     resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step" in m for m in messages)
 
     a, b = final_state(str(tmp_path / "ref")), final_state(run_dir)
-    assert a["state"]["step"] == b["state"]["step"] == cfg.train.steps
-    for name, tensor in a["model"].items():
-        assert torch.equal(tensor, b["model"][name]), name
-    assert a["optimizer"]["state"].keys() == b["optimizer"]["state"].keys()
-    for k, st in a["optimizer"]["state"].items():
-        for key, value in st.items():
-            assert torch.equal(torch.as_tensor(value), torch.as_tensor(b["optimizer"]["state"][k][key])), key
-    assert a["scheduler"] == b["scheduler"]
+    assert a["state"]["step"] == cfg.train.steps
+    assert_same_final_state(a, b)
     strip = lambda curves: [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in curves]  # noqa: E731
     assert strip(ref["curves"]["train"]) == strip(resumed["curves"]["train"])
     assert ref["curves"]["val"] == resumed["curves"]["val"]
@@ -86,5 +79,5 @@ def test_run_directory_holds_config_log_checkpoints_results(tmp_path, copy_data)
     # a different config in the same directory is refused, not silently mixed
     other = tiny_copy_config("linear", "residual")
     other.model.layers = 1
-    with pytest.raises(ValueError, match="different config"):
+    with pytest.raises(RunDirectoryError, match="different config"):
         Trainer(other, run_dir, datasets=copy_data, progress=False, log=quiet).run()

@@ -12,10 +12,11 @@ from lra_kit.train.configs import (
     format_config,
     from_dict,
     get_config,
+    validate,
 )
 
 __all__ = ["DataConfig", "ExperimentConfig", "OptimConfig", "TASKS", "TrainConfig", "Trainer", "apply_overrides",
-           "format_config", "from_dict", "get_config"]
+           "format_config", "from_dict", "get_config", "validate"]
 
 
 def __getattr__(name):  # the trainer imports torch's DataLoader & tqdm: load it on first use

@@ -1,4 +1,9 @@
-"""``lra-kit train | eval | generate``: the training layer's sub-commands (wired by lra_kit/cli.py)."""
+"""``lra-kit train | eval | generate``: the training layer's sub-commands (wired by lra_kit/cli.py).
+
+Every value a user gives is checked before any work: a bad config value or option is a
+``ConfigError``, an unwritable ``--out``/``--record-dir`` an ``OutputPathError`` — raised before the
+data is loaded, so a long run never fails at its end for a path that was wrong from the start.
+"""
 from __future__ import annotations
 
 import argparse
@@ -18,21 +23,26 @@ Running the same command again on an existing run directory resumes it from its 
 
 
 def _train(args) -> int:
+    from lra_kit.atomic import check_writable
+    from lra_kit.errors import ConfigError
     from lra_kit.scales import get_scale
-    from lra_kit.train.configs import apply_overrides, get_config, load_config_file, merge_dict
-    from lra_kit.train.trainer import Trainer, default_run_dir
+    from lra_kit.train.configs import CHOSEN_BY_FLAGS, apply_overrides, get_config, load_config_file, merge_dict
+    from lra_kit.train.trainer import Trainer, default_run_dir, record_path
 
     file_values = load_config_file(args.config) if args.config else {}
     task = args.task or file_values.get("task")
     attention = args.attention or file_values.get("attention")
     if task is None or attention is None:
-        raise SystemExit("lra-kit train: --task and --attention are required (or a --config file that names them)")
+        raise ConfigError("--task and --attention are required (or a --config file that names them)")
     scale = get_scale(args.scale or file_values.get("scale"))
     connection = args.connection or file_values.get("connection", "residual")
     cfg = get_config(task, attention, scale, connection)
-    merge_dict(cfg, {k: v for k, v in file_values.items() if k not in ("task", "attention", "scale", "connection")})
+    merge_dict(cfg, {k: v for k, v in file_values.items() if k not in CHOSEN_BY_FLAGS})
     apply_overrides(cfg, args.set)
     out = args.out or default_run_dir(cfg)
+    check_writable(out, directory=True)  # before the data is loaded, not after the run
+    if args.record:
+        check_writable(record_path(args.record_dir, args.record, cfg))
     trainer = Trainer(cfg, out, device=args.device, record=args.record, record_dir=args.record_dir,
                       progress=not args.no_progress)
     try:
@@ -45,22 +55,33 @@ def _train(args) -> int:
 
 
 def _load_run(run_dir: str, device: str):
-    from lra_kit.train.configs import from_dict
+    """The run's Trainer with its best (else its latest) weights; the checkpoint is read safely."""
+    from lra_kit.errors import RunDirectoryError
+    from lra_kit.train.checkpoint import load_checkpoint
+    from lra_kit.train.configs import from_dict, load_config_file
     from lra_kit.train.trainer import Trainer
 
     path = os.path.join(run_dir, "config.json")
-    if not os.path.exists(path):
-        raise SystemExit(f"{run_dir} is not a run directory (no config.json); train one with `lra-kit train`")
-    with open(path) as f:
-        cfg = from_dict(json.load(f))
+    if not os.path.isfile(path):
+        raise RunDirectoryError(f"{run_dir} is not a run directory (no config.json); train one with `lra-kit train`")
+    names = [name for name in ("best.pt", "checkpoint.pt") if os.path.exists(os.path.join(run_dir, name))]
+    if not names:
+        raise RunDirectoryError(f"{run_dir} has no checkpoint yet (best.pt or checkpoint.pt)")
+    cfg = from_dict(load_config_file(path))
+    state = load_checkpoint(os.path.join(run_dir, names[0]))["model"]  # before the data: a bad file fails fast
     trainer = Trainer(cfg, run_dir, device=device, progress=False)
-    from lra_kit.train.checkpoint import load_checkpoint
+    trainer.model.load_state_dict(state)
+    return trainer, names[0]
 
-    for name in ("best.pt", "checkpoint.pt"):
-        if os.path.exists(os.path.join(run_dir, name)):
-            trainer.model.load_state_dict(load_checkpoint(os.path.join(run_dir, name))["model"])
-            return trainer, name
-    raise SystemExit(f"{run_dir} has no checkpoint yet")
+
+def _check_generate_args(args) -> None:
+    from lra_kit.errors import ConfigError
+
+    for name, low in (("n", 1), ("prompt", 1), ("show", 0)):
+        if getattr(args, name) < low:
+            raise ConfigError(f"--{name} must be >= {low}, got {getattr(args, name)}")
+    if not (math.isfinite(args.temperature) and args.temperature > 0):
+        raise ConfigError(f"--temperature must be a finite number > 0, got {args.temperature}")
 
 
 def _eval(args) -> int:
@@ -74,10 +95,15 @@ def _eval(args) -> int:
 def _generate(args) -> int:
     import torch
 
+    from lra_kit.atomic import check_writable
+    from lra_kit.errors import ConfigError
+
+    _check_generate_args(args)
+    path = args.out or os.path.join(args.run_dir, "samples.png")
     trainer, which = _load_run(args.run_dir, args.device)
     cfg, model = trainer.cfg, trainer.model
     if trainer.kind != "lm":
-        raise SystemExit(f"generate needs a language-model task (copy, mnist, cifar10), not {cfg.task!r}")
+        raise ConfigError(f"generate needs a language-model task (copy, mnist, cifar10), not {cfg.task!r}")
     test = trainer.datasets["test"]
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     items = [test[i] for i in range(min(args.n, len(test)))]
@@ -95,32 +121,38 @@ def _generate(args) -> int:
         print(json.dumps({"run_dir": args.run_dir, "checkpoint": which, "scale": cfg.scale, "samples": len(items),
                           "copy_accuracy": correct / max(total, 1)}, indent=2))
         return 0
-    prompt = torch.stack([ids[: args.prompt] for ids in items]).to(trainer.device)
     length = test.max_length
+    if args.prompt >= length:
+        raise ConfigError(f"--prompt must be below the image length {length}, got {args.prompt}")
+    check_writable(path)
+    prompt = torch.stack([ids[: args.prompt] for ids in items]).to(trainer.device)
     out = model.generate(prompt, length - args.prompt, temperature=args.temperature, generator=gen).cpu()
-    path = args.out or os.path.join(args.run_dir, "samples.png")
     save_image_grid(out, path, channels=3 if cfg.task == "cifar10" else 1)
-    print(f"[lra-kit] wrote {len(items)} samples ({cfg.task}, scale={cfg.scale}, prompt={args.prompt} pixels) to {path}")
+    print(f"[lra-kit] wrote {len(items)} samples ({cfg.task}, scale={cfg.scale}, "
+          f"prompt={args.prompt} pixels) to {path}")
     return 0
 
 
 def save_image_grid(pixels, path: str, *, channels: int = 1, columns: int = 0) -> None:
-    """Write (n, H·W·channels) 8-bit pixel sequences as one PNG grid."""
+    """Write (n, H·W·channels) 8-bit pixel sequences as one PNG grid (atomically)."""
     import numpy as np
     import torch
     from PIL import Image
 
+    from lra_kit.atomic import atomic_write
+
     arr = pixels.clamp(0, 255).to(dtype=torch.uint8).numpy()
     n = arr.shape[0]
-    side = int(round(math.sqrt(arr.shape[1] // channels)))
+    side = round(math.sqrt(arr.shape[1] // channels))
     images = arr.reshape(n, side, side, channels)
-    cols = columns or int(math.ceil(math.sqrt(n)))
-    rows = int(math.ceil(n / cols))
+    cols = columns or math.ceil(math.sqrt(n))
+    rows = math.ceil(n / cols)
     grid = np.zeros((rows * (side + 2), cols * (side + 2), channels), dtype=np.uint8)
     for i in range(n):
         r, c = divmod(i, cols)
         grid[r * (side + 2) + 1: r * (side + 2) + 1 + side, c * (side + 2) + 1: c * (side + 2) + 1 + side] = images[i]
-    Image.fromarray(grid[..., 0] if channels == 1 else grid).save(path)
+    with atomic_write(path, "wb") as f:
+        Image.fromarray(grid[..., 0] if channels == 1 else grid).save(f, format="PNG")
 
 
 def add_parser(subparsers) -> None:

@@ -1,23 +1,25 @@
 """Experiment configurations as data: every task × attention × scale of the three papers.
 
 ``get_config(task, attention, scale, connection="residual")`` returns an
-:class:`ExperimentConfig` (plain dataclasses). ``paper`` is the papers' setting, from:
+:class:`ExperimentConfig` (plain dataclasses), checked by :func:`validate`. ``paper`` is the
+papers' setting, from:
 
-* ``MOMENTUM_LRA`` — the Momentum paper's LRA runs = Nystromformer's ``lra_config.py``
-  (notes/reference-implementations.md §b1) with β/γ and the adaptive step size from the
+* ``MOMENTUM_LRA`` — the Momentum paper's LRA runs = Nyströmformer's ``LRA/code/lra_config.py``
+  (docs/reference-implementations.md §4 and §8) with β/γ and the adaptive step size from the
   authors' ``LRA/README.md`` (= Nguyen et al. Table 1). Used for softmax, linear, momentum.
-* ``LUNA_LRA`` — Luna's LRA runs (fairseq-apollo ``README.lra.md``, notes §b2). Used for luna.
+* ``LUNA_LRA`` — Luna's LRA runs (fairseq-apollo ``examples/luna/README.lra.md``,
+  docs/reference-implementations.md §3 and §8). Used for luna.
 * ``COPY`` — Katharopoulos et al. §4.1 / Nguyen et al. §4.1 (4 layers, 8 heads × 32, batch 64,
   RAdam 1e-3 → 1e-4 after 3,000 steps); the unstated rest from the linear-transformer authors'
-  ``causal-copy`` code defaults (notes §8): 100 epochs × 100 steps = 10,000 steps, evaluation
-  on 20 batches every epoch, dropout 0.1, RAdam weight decay 0.01, post-LN fast-transformers
-  encoder with ReLU, token features concatenated with sinusoids.
+  code (idiap/linear-transformer-experiments ``causal-copy/``): 100 epochs × 100 steps = 10,000
+  steps, evaluation on 20 batches every epoch, dropout 0.1, RAdam weight decay 0.01, post-LN
+  fast-transformers encoder with ReLU, token features concatenated with sinusoids.
 * ``MNIST`` — Katharopoulos §4.2.1 / Nguyen §4.2: 8 layers, 8 heads, d 256, FFN 1024, mixture of
   10 logistics, RAdam 1e-4, batch 10, 250 epochs.
 * ``CONNECTION`` — Nguyen et al. Table 1: β, γ of momentum attention; β̃, γ̃ of the connections.
 
-``smoke`` and ``book`` shrink the model and the number of steps (GUIDE §4); the dataset size
-comes from ``lra_kit.data.load(..., scale=...)``.
+``smoke`` and ``book`` shrink the model and the number of steps by the table ``SMALL``
+(docs/design.md §3 Scales); the dataset size comes from ``lra_kit.data.load(..., scale=...)``.
 """
 from __future__ import annotations
 
@@ -25,23 +27,26 @@ import ast
 import copy
 import dataclasses
 import json
+import math
+import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from lra_kit.attention import ATTENTIONS, attention_spec
+from lra_kit.errors import ConfigError
 from lra_kit.models.config import CONNECTIONS, ModelConfig
 from lra_kit.scales import SCALES, get_scale
+from lra_kit.train.optimizers import OPTIMIZERS
+from lra_kit.train.schedules import SCHEDULES
 
 LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 LM_TASKS = ("copy", "mnist", "cifar10")
 TASKS = LRA_TASKS + LM_TASKS
-OPTIMIZERS = ("adamw", "adam", "radam")
-SCHEDULES = ("constant", "linear", "step", "inverse_sqrt")
 
 
 @dataclass
 class OptimConfig:
-    name: str = "adamw"
+    name: str = "adamw"              # a key of lra_kit.train.optimizers.OPTIMIZERS
     lr: float = 1e-4
     betas: tuple = (0.9, 0.999)
     eps: float = 1e-6
@@ -52,13 +57,13 @@ class OptimConfig:
     final_ratio: float = 0.0         # linear decay ends at lr·final_ratio
     decay_steps: tuple = ()          # step schedule: multiply by decay_factor at each
     decay_factor: float = 0.1
-    clip_grad_norm: Optional[float] = None
+    clip_grad_norm: float | None = None
 
 
 @dataclass
 class DataConfig:
     batch_size: int = 32             # the global batch (all ranks, all accumulation micro-batches)
-    eval_batch_size: Optional[int] = None
+    eval_batch_size: int | None = None
     options: dict = field(default_factory=dict)  # keyword options of lra_kit.data.load
     num_workers: int = 0
 
@@ -67,8 +72,8 @@ class DataConfig:
 class TrainConfig:
     steps: int = 100                 # optimizer updates
     eval_every: int = 50
-    eval_batches: Optional[int] = None  # dev batches per evaluation; None = the whole split
-    checkpoint_every: Optional[int] = None  # default: eval_every
+    eval_batches: int | None = None  # dev batches per evaluation; None = the whole split
+    checkpoint_every: int | None = None  # default: eval_every
     log_every: int = 10
     accumulate: int = 1              # micro-batches per update
     amp: bool = False                # bf16 autocast on CUDA
@@ -100,7 +105,8 @@ class ExperimentConfig:
 # ---------------------------------------------------------------------------------------------
 # The papers' tables, as data.
 
-# Nystromformer lra_config.py (notes §b1). eval_batches = num_eval_steps; micro = gpu_memory.
+# Nyströmformer LRA/code/lra_config.py (docs/reference-implementations.md §8).
+# eval_batches = num_eval_steps; micro = gpu_memory (the per-GPU micro-batch).
 MOMENTUM_LRA = {
     "listops":    dict(batch=32, warmup=1000, steps=5000, eval_every=50, eval_batches=62, micro=32),
     "text":       dict(batch=32, warmup=8000, steps=20000, eval_every=500, eval_batches=781, micro=32),
@@ -109,7 +115,7 @@ MOMENTUM_LRA = {
     "pathfinder": dict(batch=256, warmup=312, steps=62400, eval_every=312, eval_batches=312, micro=128),
 }
 
-# fairseq-apollo examples/luna/README.lra.md + fairseq/models/lra/model.py (notes §b2).
+# fairseq-apollo examples/luna/README.lra.md + fairseq/models/lra/model.py (docs/reference-implementations.md §8).
 LUNA_LRA = {
     "listops":    dict(layers=1, d=512, ff=2048, heads=8, dropout=0.1, attn_dropout=0.1, lr=1e-4, warmup=1000,
                        batch=32, wd=1e-4, steps=5000, pooling="cls"),
@@ -124,8 +130,8 @@ LUNA_LRA = {
 }
 LUNA_P_LENGTH = 16  # --encoder-projection-length, README default
 
-# Nguyen et al. Table 1 (= the authors' READMEs, notes §b1): momentum attention β, γ;
-# momentum connection β̃, γ̃ ("momentum/stepsize in momentum connection"); adaptive γ̃.
+# Nguyen et al. Table 1 (= the authors' READMEs, docs/reference-implementations.md §5): momentum
+# attention β, γ; momentum connection β̃, γ̃ ("momentum/stepsize in momentum connection"); adaptive γ̃.
 CONNECTION = {
     "copy":       dict(beta=0.1, gamma=0.6, conn_beta=0.99, conn_gamma=0.99, adaptive_gamma=0.99),
     "mnist":      dict(beta=0.6, gamma=0.9, conn_beta=0.1, conn_gamma=0.99, adaptive_gamma=0.99),
@@ -137,20 +143,55 @@ CONNECTION = {
     "pathfinder": dict(beta=0.3, gamma=0.1, adaptive_gamma=0.8),
 }
 
-# Katharopoulos et al. §4.1 + causal-copy code defaults (notes §8).
+# Katharopoulos et al. §4.1 + the causal-copy code defaults (idiap/linear-transformer-experiments).
 COPY = dict(layers=4, heads=8, head_dim=32, batch=64, lr=1e-3, lr_after=1e-4, decay_at=3000, weight_decay=0.01,
             steps=10_000, eval_every=100, eval_batches=20, dropout=0.1, log_every=50)
-# Katharopoulos §4.2.1 / Nguyen §4.2 (MNIST); CIFAR-10 (§4.2.2 / notes §b1): 16 layers, lr 2e-4, batch 4.
+# Katharopoulos §4.2.1 / Nguyen §4.2 (MNIST); CIFAR-10 (Katharopoulos §4.2.2): 16 layers, lr 2e-4, batch 4.
 MNIST = dict(layers=8, heads=8, d=256, ff=1024, lr=1e-4, batch=10, epochs=250, train_size=55_000)
 CIFAR10 = dict(layers=16, heads=8, d=256, ff=1024, lr=2e-4, batch=4, iterations=1_250_000)
 
-# How smoke and book shrink a model: (layers, d_model, heads, d_ff).
-SMALL = {"smoke": dict(layers=1, d=32, heads=2, ff=64), "book": dict(layers=2, d=64, heads=4, ff=128)}
+# How the smoke and book scales shrink each family of paper configs (docs/design.md §3 Scales): the
+# values each row sets, as dotted config keys; everything else stays the paper's. LRA: a 1-2 layer
+# model at lr 1e-3 without AMP or accumulation. Copy: small models learn the copy much sooner pre-LN
+# with learned positions (measured: post-LN + sinusoids stays at chance for ~400 steps at d=64), so
+# they use those, no dropout and lr 3e-3 (Luna stays post-LN, Luna eq. 6). Pixels: a softmax over
+# the 256 values instead of the mixture of logistics, no dropout.
+_SMALL_MODEL = {"smoke": {"model.layers": 1, "model.d_model": 32, "model.n_heads": 2, "model.d_ff": 64},
+                "book": {"model.layers": 2, "model.d_model": 64, "model.n_heads": 4, "model.d_ff": 128}}
+_NO_DROPOUT = {"model.dropout": 0.0, "model.attention_dropout": 0.0}
+SMALL = {
+    ("lra", "smoke"): {**_SMALL_MODEL["smoke"], "model.luna_length": 4, "optim.lr": 1e-3, "optim.schedule": "constant",
+                       "optim.warmup_steps": 0, "optim.warmup_start": 0.0, "train.amp": False, "train.accumulate": 1,
+                       "data.batch_size": 8, "train.steps": 12, "train.eval_every": 6, "train.eval_batches": 2},
+    ("lra", "book"): {**_SMALL_MODEL["book"], "model.luna_length": 8, "optim.lr": 1e-3, "optim.schedule": "linear",
+                      "optim.warmup_steps": 20, "optim.warmup_start": 0.0, "train.amp": False, "train.accumulate": 1,
+                      "data.batch_size": 32, "train.steps": 300, "train.eval_every": 100, "train.eval_batches": None},
+    ("copy", "smoke"): {"model.layers": 2, "model.d_model": 32, "model.n_heads": 2, "model.d_ff": 64,
+                        "model.luna_length": 4, "model.norm": "pre", "model.position": "learned", **_NO_DROPOUT,
+                        "optim.lr": 3e-3, "optim.weight_decay": 0.0, "optim.decay_steps": (),
+                        "data.batch_size": 16, "train.steps": 30, "train.eval_every": 15, "train.eval_batches": 2,
+                        "train.log_every": 10},
+    ("copy", "book"): {**_SMALL_MODEL["book"], "model.luna_length": 8, "model.norm": "pre",
+                       "model.position": "learned", **_NO_DROPOUT,
+                       "optim.lr": 3e-3, "optim.weight_decay": 0.0, "optim.decay_steps": (450,),
+                       "data.batch_size": 32, "data.options": {"max_length": 32}, "train.steps": 600,
+                       "train.eval_every": 100, "train.eval_batches": 8, "train.log_every": 10},
+    ("pixels", "smoke"): {**_SMALL_MODEL["smoke"], "model.luna_length": 4, "model.output": "softmax", **_NO_DROPOUT,
+                          "optim.lr": 1e-3, "data.batch_size": 4, "train.steps": 8, "train.eval_every": 4,
+                          "train.eval_batches": 2},
+    ("pixels", "book"): {**_SMALL_MODEL["book"], "model.luna_length": 4, "model.output": "softmax", **_NO_DROPOUT,
+                         "optim.lr": 1e-3, "data.batch_size": 16, "train.steps": 300, "train.eval_every": 100,
+                         "train.eval_batches": 10},
+}
+
+
+def _family(task: str) -> str:
+    return "lra" if task in LRA_TASKS else "copy" if task == "copy" else "pixels"
 
 
 def _check(name: str, value: str, allowed) -> None:
     if value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; valid {name}s: {', '.join(allowed)}")
+        raise ConfigError(f"unknown {name} {value!r}; valid {name}s: {', '.join(allowed)}")
 
 
 def _attention_options(task: str, attention: str) -> dict:
@@ -170,9 +211,9 @@ def _connection(model: ModelConfig, task: str, connection: str) -> None:
     if connection == "momentum":
         if "conn_beta" not in row:
             have = [t for t, r in CONNECTION.items() if "conn_beta" in r]
-            raise ValueError(f"Nguyen et al. Table 1 gives no momentum-connection β̃ for task {task!r} (only for "
-                             f"{', '.join(have)}); use --connection adaptive, or set model.connection_beta and "
-                             "model.connection_gamma explicitly with --set")
+            raise ConfigError(f"Nguyen et al. Table 1 gives no momentum-connection β̃ for task {task!r} (only for "
+                              f"{', '.join(have)}); use --connection adaptive, or set model.connection_beta and "
+                              "model.connection_gamma explicitly with --set")
         model.connection_beta, model.connection_gamma = row["conn_beta"], row["conn_gamma"]
     elif connection == "adaptive":
         model.connection_gamma = row["adaptive_gamma"]
@@ -190,33 +231,22 @@ def _lra_config(task: str, attention: str, scale: str) -> ExperimentConfig:
         e = MOMENTUM_LRA[task]  # Luna's evaluation cadence is not published: use the LRA code's
         train = TrainConfig(steps=t["steps"], eval_every=e["eval_every"], eval_batches=e["eval_batches"], amp=True)
         data = DataConfig(batch_size=t["batch"])
-        source = "Luna LRA: fairseq-apollo README.lra.md (notes/reference-implementations.md §b2)"
+        source = "Luna LRA: fairseq-apollo examples/luna/README.lra.md (docs/reference-implementations.md §8)"
     else:
         t = MOMENTUM_LRA[task]
+        # adaptive_over: the per-token norms of eq. 18, the one reading used everywhere (docs/design.md §6.4).
         model = ModelConfig(attention=attention, attention_options=_attention_options(task, attention), layers=2,
                             d_model=64, n_heads=2, d_ff=128, dropout=0.1, attention_dropout=0.1, norm="pre",
-                            position="learned", pooling="mean", adaptive_over="sample")
+                            position="learned", pooling="mean", adaptive_over="token")
         # OneCycleLR(linear) as in run_tasks.py: from lr/25 up to lr, then down to lr/(25·10⁴).
         optim = OptimConfig(name="adamw", lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, schedule="linear",
                             warmup_steps=t["warmup"], warmup_start=1 / 25, final_ratio=1 / 25e4)
         train = TrainConfig(steps=t["steps"], eval_every=t["eval_every"], eval_batches=t["eval_batches"],
                             accumulate=max(t["batch"] // t["micro"], 1), amp=True)
         data = DataConfig(batch_size=t["batch"])
-        source = "Momentum Transformer LRA = Nystromformer lra_config.py (notes §b1), β/γ from Nguyen et al. Table 1"
-    cfg = ExperimentConfig(task, attention, scale, model=model, optim=optim, data=data, train=train, source=source)
-    if scale != "paper":
-        s = SMALL[scale]
-        model.layers, model.d_model, model.n_heads, model.d_ff = s["layers"], s["d"], s["heads"], s["ff"]
-        model.luna_length = 4 if scale == "smoke" else 8
-        optim.lr, optim.warmup_steps, optim.warmup_start = 1e-3, 0 if scale == "smoke" else 20, 0.0
-        optim.schedule = "constant" if scale == "smoke" else "linear"
-        train.amp, train.accumulate = False, 1
-        if scale == "smoke":
-            data.batch_size, train.steps, train.eval_every, train.eval_batches = 8, 12, 6, 2
-        else:
-            data.batch_size, train.steps, train.eval_every, train.eval_batches = 32, 300, 100, None
-        cfg.source += f" — shrunk to the {scale} scale"
-    return cfg
+        source = ("Momentum Transformer LRA = Nyströmformer lra_config.py (docs/reference-implementations.md §8), "
+                  "β/γ from Nguyen et al. Table 1")
+    return ExperimentConfig(task, attention, scale, model=model, optim=optim, data=data, train=train, source=source)
 
 
 def _copy_config(attention: str, scale: str) -> ExperimentConfig:
@@ -230,24 +260,8 @@ def _copy_config(attention: str, scale: str) -> ExperimentConfig:
     train = TrainConfig(steps=COPY["steps"], eval_every=COPY["eval_every"], eval_batches=COPY["eval_batches"],
                         log_every=COPY["log_every"])
     data = DataConfig(batch_size=COPY["batch"])
-    cfg = ExperimentConfig("copy", attention, scale, model=model, optim=optim, data=data, train=train,
-                           source="copy task: Katharopoulos et al. §4.1, Nguyen et al. §4.1 + causal-copy code defaults")
-    if scale != "paper":
-        # Small models learn the copy much sooner pre-LN with learned positions (measured: post-LN +
-        # sinusoids stays at chance for ~400 steps at d=64), so smoke/book use those, no dropout, lr 3e-3.
-        model.norm = "post" if attention == "luna" else "pre"  # Luna layers are post-LN (eq. 6)
-        model.position, model.dropout, model.attention_dropout = "learned", 0.0, 0.0
-        optim.lr, optim.weight_decay, train.log_every = 3e-3, 0.0, 10
-    if scale == "smoke":
-        model.layers, model.d_model, model.n_heads, model.d_ff, model.luna_length = 2, 32, 2, 64, 4
-        optim.decay_steps = ()
-        data.batch_size, train.steps, train.eval_every, train.eval_batches = 16, 30, 15, 2
-    elif scale == "book":
-        model.layers, model.d_model, model.n_heads, model.d_ff, model.luna_length = 2, 64, 4, 128, 8
-        optim.decay_steps = (450,)
-        data.batch_size, train.steps, train.eval_every, train.eval_batches = 32, 600, 100, 8
-        data.options = {"max_length": 32}
-    return cfg
+    source = "copy task: Katharopoulos et al. §4.1, Nguyen et al. §4.1 + causal-copy code defaults"
+    return ExperimentConfig("copy", attention, scale, model=model, optim=optim, data=data, train=train, source=source)
 
 
 def _pixel_config(task: str, attention: str, scale: str) -> ExperimentConfig:
@@ -260,21 +274,20 @@ def _pixel_config(task: str, attention: str, scale: str) -> ExperimentConfig:
     optim = OptimConfig(name="radam", lr=t["lr"], eps=1e-8, schedule="constant")
     train = TrainConfig(steps=steps, eval_every=5000, eval_batches=100, log_every=100)
     data = DataConfig(batch_size=t["batch"])
-    cfg = ExperimentConfig(task, attention, scale, model=model, optim=optim, data=data, train=train,
-                           source=f"{task} generation: Katharopoulos et al. §4.2, Nguyen et al. §4.2 (notes §b1)")
-    if scale != "paper":
-        s = SMALL[scale]
-        model.layers, model.d_model, model.n_heads, model.d_ff = s["layers"], s["d"], s["heads"], s["ff"]
-        model.output, model.luna_length, model.dropout, model.attention_dropout = "softmax", 4, 0.0, 0.0
-        optim.lr = 1e-3
-        if scale == "smoke":
-            data.batch_size, train.steps, train.eval_every, train.eval_batches = 4, 8, 4, 2
-        else:
-            data.batch_size, train.steps, train.eval_every, train.eval_batches = 16, 300, 100, 10
-    return cfg
+    return ExperimentConfig(task, attention, scale, model=model, optim=optim, data=data, train=train,
+                            source=f"{task} generation: Katharopoulos et al. §4.2, Nguyen et al. §4.2")
 
 
-def get_config(task: str, attention: str, scale: Optional[str] = None, connection: str = "residual") -> ExperimentConfig:
+def _shrink(cfg: ExperimentConfig) -> None:
+    """Apply the row of ``SMALL`` for the config's family and scale."""
+    for key, value in SMALL[(_family(cfg.task), cfg.scale)].items():
+        set_value(cfg, key, copy.deepcopy(value))
+    if cfg.attention == "luna":
+        cfg.model.norm = "post"  # Luna layers are post-LN (Luna eq. 6) at every scale
+    cfg.source += f" — shrunk to the {cfg.scale} scale"
+
+
+def get_config(task: str, attention: str, scale: str | None = None, connection: str = "residual") -> ExperimentConfig:
     """The configuration of ``task`` with ``attention`` at ``scale`` (``paper`` = the papers' setting)."""
     _check("task", task, TASKS)
     _check("attention", attention, tuple(sorted(ATTENTIONS)))
@@ -286,12 +299,124 @@ def get_config(task: str, attention: str, scale: Optional[str] = None, connectio
         cfg = _copy_config(attention, scale)
     else:
         cfg = _pixel_config(task, attention, scale)
+    if scale != "paper":
+        _shrink(cfg)
     if connection != "residual":
         if attention == "luna":
-            raise ValueError("Luna layers use the residual connection; connection must be 'residual' with luna")
+            raise ConfigError("Luna layers use the residual connection; connection must be 'residual' with luna")
         _connection(cfg.model, task, connection)
         cfg.connection = connection
-    cfg.model.validate()
+    return validate(cfg)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: every value is checked when the config is built, naming the key, the value and what
+# is allowed, so that a bad value never reaches the training loop (a zero batch size would spin).
+
+POSITIVE_INTS = ("data.batch_size", "data.eval_batch_size", "train.steps", "train.eval_every", "train.eval_batches",
+                 "train.checkpoint_every", "train.log_every", "train.accumulate")
+NON_NEGATIVE_INTS = ("data.num_workers", "optim.warmup_steps", "train.seed")
+POSITIVE_FLOATS = ("optim.lr", "optim.eps", "optim.decay_factor", "optim.clip_grad_norm")
+NON_NEGATIVE_FLOATS = ("optim.weight_decay", "optim.warmup_start")
+CHOICES = {"optim.name": tuple(OPTIMIZERS), "optim.schedule": SCHEDULES}
+MAX_SEED = 2**32 - 1  # NumPy's seed range
+CHOSEN_BY_FLAGS = ("task", "attention", "scale", "connection")  # fixed by get_config's arguments
+SECTIONS = ("model", "optim", "data", "train")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _describe(hint) -> str:
+    names = {int: "an integer", float: "a finite number", bool: "true or false", str: "a string",
+             tuple: "a list", dict: "a mapping"}
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args:
+        return f"{_describe(args[0])} or None"
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _has_type(value, hint) -> bool:
+    args = typing.get_args(hint)
+    if args:  # X | None
+        return value is None or any(_has_type(value, a) for a in args if a is not type(None))
+    if hint is int:
+        return _is_int(value)
+    if hint is float:
+        return _is_number(value) and math.isfinite(value)
+    if hint in (bool, str, tuple, dict):
+        return isinstance(value, hint)
+    return True
+
+
+def _check_types(section: str, obj) -> None:
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if not _has_type(value, hints[f.name]):
+            extra = " (write it without a decimal point)" if hints[f.name] is int and isinstance(value, float) else ""
+            raise ConfigError(f"{section}.{f.name} must be {_describe(hints[f.name])}, got {value!r}{extra}")
+
+
+def _get(cfg: ExperimentConfig, key: str):
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
+
+
+def _check_ranges(cfg: ExperimentConfig) -> None:
+    for key in POSITIVE_INTS:
+        value = _get(cfg, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+    for key in NON_NEGATIVE_INTS:
+        if _get(cfg, key) < 0:
+            raise ConfigError(f"{key} must be an integer >= 0, got {_get(cfg, key)!r}")
+    for key in POSITIVE_FLOATS:
+        value = _get(cfg, key)
+        if value is not None and not value > 0:
+            raise ConfigError(f"{key} must be a finite number > 0, got {value!r}")
+    for key in NON_NEGATIVE_FLOATS:
+        if _get(cfg, key) < 0:
+            raise ConfigError(f"{key} must be a finite number >= 0, got {_get(cfg, key)!r}")
+    for key, allowed in CHOICES.items():
+        if _get(cfg, key) not in allowed:
+            raise ConfigError(f"{key} must be one of {allowed}, got {_get(cfg, key)!r}")
+    o, t = cfg.optim, cfg.train
+    if t.seed > MAX_SEED:
+        raise ConfigError(f"train.seed must be in [0, {MAX_SEED}], got {t.seed!r}")
+    if not 0.0 <= o.final_ratio <= 1.0:
+        raise ConfigError(f"optim.final_ratio must be in [0, 1], got {o.final_ratio!r}")
+    if len(o.betas) != 2 or not all(_is_number(b) and 0.0 <= b < 1.0 for b in o.betas):
+        raise ConfigError(f"optim.betas must be two numbers in [0, 1), got {o.betas!r}")
+    if not all(_is_int(s) and s >= 1 for s in o.decay_steps):
+        raise ConfigError(f"optim.decay_steps must be a list of positive integers, got {o.decay_steps!r}")
+    if cfg.data.batch_size % t.accumulate:
+        raise ConfigError(f"data.batch_size={cfg.data.batch_size} must be divisible by "
+                          f"train.accumulate={t.accumulate} (the micro-batches of one update)")
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check every value of ``cfg`` (types, then ranges); raise ``ConfigError`` naming the first bad key."""
+    _check("task", cfg.task, TASKS)
+    _check("attention", cfg.attention, tuple(sorted(ATTENTIONS)))
+    _check("connection", cfg.connection, CONNECTIONS)
+    _check("scale", cfg.scale, SCALES)
+    for section in SECTIONS:
+        obj = getattr(cfg, section)
+        expected = type(getattr(ExperimentConfig("copy", "linear", "smoke"), section))
+        if not isinstance(obj, expected):
+            raise ConfigError(f"{section} must be a section of keys (e.g. {section}.<key>=...), got {obj!r}")
+        _check_types(section, obj)
+    _check_ranges(cfg)
+    try:
+        cfg.model.validate()
+    except ValueError as err:  # ModelConfig's own checks name the model.* key
+        raise ConfigError(str(err)) from None
     return cfg
 
 
@@ -311,69 +436,102 @@ def _parse_value(text: str) -> Any:
 
 
 def set_value(cfg: ExperimentConfig, key: str, value: Any) -> None:
-    """``set_value(cfg, "model.layers", 4)``: the dotted key must exist (``attention_options.beta`` may be new)."""
+    """``set_value(cfg, "model.layers", 4)``: the dotted key must exist (``attention_options.beta`` may be new).
+
+    Values are not checked here (call :func:`validate` after the last one): a list becomes a tuple
+    where the field is a tuple, an integer a float where the field is a float.
+    """
     parts = key.split(".")
+    if parts[0] in CHOSEN_BY_FLAGS:
+        raise ConfigError(f"{parts[0]} is chosen by get_config (lra-kit train --{parts[0]}), not by a config key")
     obj: Any = cfg
     for i, part in enumerate(parts[:-1]):
         if isinstance(obj, dict):
             obj = obj.setdefault(part, {})
-        elif dataclasses.is_dataclass(obj) and hasattr(obj, part):
+            if not isinstance(obj, dict):
+                raise ConfigError(f"unknown config key {key!r} ({'.'.join(parts[:i + 1])!r} is not a mapping)")
+        elif dataclasses.is_dataclass(obj) and part in {f.name for f in dataclasses.fields(obj)}:
             obj = getattr(obj, part)
         else:
-            raise ValueError(f"unknown config key {key!r} (no {'.'.join(parts[:i + 1])!r})")
+            raise ConfigError(f"unknown config key {key!r} (no {'.'.join(parts[:i + 1])!r})")
     last = parts[-1]
     if isinstance(obj, dict):
         obj[last] = value
     elif dataclasses.is_dataclass(obj) and last in {f.name for f in dataclasses.fields(obj)}:
         current = getattr(obj, last)
+        if dataclasses.is_dataclass(current):
+            raise ConfigError(f"{key} is a section; set its keys, e.g. {key}.<key>=value")
         if isinstance(current, tuple) and isinstance(value, (list, tuple)):
             value = tuple(value)
-        elif isinstance(current, tuple) and isinstance(value, (int, float)):
+        elif isinstance(current, tuple) and _is_number(value):
             value = (value,)
-        elif isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
+        elif isinstance(current, float) and _is_int(value):
             value = float(value)
         setattr(obj, last, value)
     else:
         valid = sorted(f.name for f in dataclasses.fields(obj)) if dataclasses.is_dataclass(obj) else []
-        raise ValueError(f"unknown config key {key!r}; valid keys here: {', '.join(valid)}")
+        raise ConfigError(f"unknown config key {key!r}; valid keys here: {', '.join(valid)}")
 
 
 def apply_overrides(cfg: ExperimentConfig, overrides) -> ExperimentConfig:
-    """Apply ``["model.layers=4", "optim.lr=3e-4", ...]`` (values parsed as Python literals)."""
+    """Apply ``["model.layers=4", "optim.lr=3e-4", ...]`` (values parsed as Python literals), then validate."""
     for item in overrides or ():
         if "=" not in item:
-            raise ValueError(f"override must look like section.key=value, got {item!r}")
+            raise ConfigError(f"override must look like section.key=value, got {item!r}")
         key, text = item.split("=", 1)
         set_value(cfg, key.strip(), _parse_value(text.strip()))
-    cfg.model.validate()
-    return cfg
+    return validate(cfg)
+
+
+def _merge(cfg: ExperimentConfig, values: dict, prefix: str) -> None:
+    for key, value in values.items():
+        dotted = f"{prefix}{key}"
+        try:
+            current = _lookup(cfg, dotted)
+        except (AttributeError, KeyError, TypeError):
+            raise ConfigError(f"unknown config key {dotted!r}") from None
+        if isinstance(value, dict) and dataclasses.is_dataclass(current):
+            _merge(cfg, value, prefix=dotted + ".")
+        else:
+            set_value(cfg, dotted, copy.deepcopy(value))
+
+
+def _lookup(cfg: ExperimentConfig, dotted: str):
+    """The current value at ``dotted`` (None for a new key inside a mapping, e.g. attention_options)."""
+    obj: Any = cfg
+    for part in dotted.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part)
+    return obj
 
 
 def merge_dict(cfg: ExperimentConfig, values: dict, prefix: str = "") -> ExperimentConfig:
-    """Apply a (possibly partial) nested dict, e.g. from ``--config FILE`` (JSON)."""
-    for key, value in values.items():
-        dotted = f"{prefix}{key}"
-        target = cfg
-        for part in dotted.split(".")[:-1]:
-            target = getattr(target, part) if not isinstance(target, dict) else target[part]
-        current = target[key] if isinstance(target, dict) and key in target else getattr(target, key, None)
-        if isinstance(value, dict) and dataclasses.is_dataclass(current):
-            merge_dict(cfg, value, prefix=dotted + ".")
-        else:
-            set_value(cfg, dotted, copy.deepcopy(value))
-    return cfg
+    """Apply a (possibly partial) nested dict, e.g. from ``--config FILE`` (JSON), then validate."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
+    _merge(cfg, values, prefix)
+    return validate(cfg)
 
 
 def from_dict(values: dict) -> ExperimentConfig:
     """Rebuild a saved config (``config.json`` of a run directory)."""
+    if not isinstance(values, dict) or any(k not in values for k in ("task", "attention", "scale")):
+        raise ConfigError("a saved config must be a mapping with task, attention and scale")
     cfg = get_config(values["task"], values["attention"], values["scale"], values.get("connection", "residual"))
-    rest = {k: v for k, v in values.items() if k not in ("task", "attention", "scale", "connection")}
-    return merge_dict(cfg, rest)
+    return merge_dict(cfg, {k: v for k, v in values.items() if k not in CHOSEN_BY_FLAGS})
 
 
 def load_config_file(path: str) -> dict:
-    with open(path) as f:
-        return json.load(f)
+    """Read a JSON config file; a missing or malformed file is a ``ConfigError`` naming it."""
+    try:
+        with open(path) as f:
+            values = json.load(f)
+    except OSError as err:
+        raise ConfigError(f"config file {path}: {err.strerror or err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"config file {path} is not valid JSON: {err}") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object of sections, got {type(values).__name__}")
+    return values
 
 
 def format_config(cfg: ExperimentConfig) -> str:
@@ -382,5 +540,5 @@ def format_config(cfg: ExperimentConfig) -> str:
 
 
 __all__ = ["CONNECTION", "COPY", "DataConfig", "ExperimentConfig", "LM_TASKS", "LRA_TASKS", "LUNA_LRA", "MNIST",
-           "MOMENTUM_LRA", "OptimConfig", "SCALES", "TASKS", "TrainConfig", "apply_overrides", "format_config",
-           "from_dict", "get_config", "load_config_file", "merge_dict", "set_value"]
+           "MOMENTUM_LRA", "OptimConfig", "SCALES", "SMALL", "TASKS", "TrainConfig", "apply_overrides",
+           "format_config", "from_dict", "get_config", "load_config_file", "merge_dict", "set_value", "validate"]

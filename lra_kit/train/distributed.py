@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from lra_kit.errors import ConfigError
+
 
 @dataclass
 class DistInfo:
@@ -41,13 +43,18 @@ def init_distributed(device: torch.device) -> DistInfo:
 
 
 def local_device(requested: str, info: DistInfo) -> torch.device:
-    """``auto`` → cuda:LOCAL_RANK when CUDA is present, else cpu."""
+    """``auto`` → cuda:LOCAL_RANK when CUDA is present, else cpu; ``cpu``, ``cuda`` and ``cuda:N`` as given."""
     if requested == "auto":
         requested = "cuda" if torch.cuda.is_available() else "cpu"
+    kind, _, index = str(requested).partition(":")
+    if kind not in ("cpu", "cuda") or (index and (kind == "cpu" or not index.isdigit())):
+        raise ConfigError(f"--device must be auto, cpu, cuda or cuda:N, got {requested!r}")
     device = torch.device(requested)
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError("device 'cuda' asked for but torch.cuda.is_available() is False")
+            raise ConfigError(f"--device {requested} asked for, but torch.cuda.is_available() is False")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)")
         if device.index is None:
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)

@@ -1,16 +1,20 @@
 """The training loop: one run directory, resumable bit for bit, single process or DDP.
 
     RUN_DIR/config.json     the ExperimentConfig (also printed at the start)
-    RUN_DIR/checkpoint.pt   the latest state (atomic; see lra_kit.train.checkpoint)
+    RUN_DIR/checkpoint.pt   the latest state (atomic, safe to load; see lra_kit.train.checkpoint)
     RUN_DIR/best.pt         the model with the best dev metric so far
     RUN_DIR/log.jsonl       one JSON line per train log / evaluation / test
-    RUN_DIR/results.json    GUIDE §4 keys + the curves (written at the end)
+    RUN_DIR/results.json    the keys of docs/design.md §5 Results format + the curves (written at the end)
+    RUN_DIR/.lock           held while a trainer uses the directory (see lra_kit.train.lock)
 
 Data order is a function of (seed, epoch) only: epoch e visits a permutation drawn from a
 generator seeded with (seed, e), in global batches of ``data.batch_size``; rank r of N takes
 its slice of every batch, split further into ``train.accumulate`` micro-batches. The
 position (epoch, batches done) is checkpointed, so a restarted run reads exactly the
 batches the killed run would have read, and dropout draws from the restored RNG states.
+
+Before a run starts, its output paths are checked (:func:`lra_kit.atomic.check_writable`), the
+directory is locked against a second trainer, and temporary files of killed writes are removed.
 """
 from __future__ import annotations
 
@@ -20,7 +24,6 @@ import math
 import os
 import random
 import time
-from typing import Optional
 
 import numpy as np
 import torch
@@ -29,11 +32,17 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from lra_kit.atomic import check_writable, remove_orphans
+from lra_kit.errors import ConfigError, OutputPathError, RunDirectoryError
 from lra_kit.models import build_model, bits_per_dim
 from lra_kit.results import make_results, write_results
-from lra_kit.train.checkpoint import atomic_save, atomic_write_text, load_checkpoint, rng_state, set_rng_state
-from lra_kit.train.configs import ExperimentConfig, format_config
+from lra_kit.train.checkpoint import (
+    FORMAT, TRAINING_KEYS, atomic_save, atomic_write_text, load_checkpoint, rng_state, set_rng_state,
+)
+from lra_kit.train.configs import ExperimentConfig, format_config, validate
 from lra_kit.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, local_device
+from lra_kit.train.lock import run_directory_lock
+from lra_kit.train.optimizers import build_optimizer
 from lra_kit.train.schedules import build_scheduler
 
 PIXEL_TASKS = ("mnist", "cifar10")
@@ -41,6 +50,11 @@ PIXEL_TASKS = ("mnist", "cifar10")
 
 def default_run_dir(cfg: ExperimentConfig) -> str:
     return os.path.join("runs", cfg.name)
+
+
+def record_path(record_dir: str, record: str, cfg: ExperimentConfig) -> str:
+    """Where ``--record NAME`` writes a copy of the results: ``RECORD_DIR/NAME/<cfg.name>.json``."""
+    return os.path.join(record_dir, record, f"{cfg.name}.json")
 
 
 class TaskLoss(nn.Module):
@@ -95,33 +109,47 @@ def _to(batch: dict, device: torch.device) -> dict:
 def _load_datasets(cfg: ExperimentConfig, splits=("train", "val", "test")) -> dict:
     from lra_kit import data
 
-    return {s: data.load(cfg.task, s, scale=cfg.scale, **cfg.data.options) for s in splits}
+    try:
+        return {s: data.load(cfg.task, s, scale=cfg.scale, **cfg.data.options) for s in splits}
+    except (ValueError, TypeError) as err:  # data.load checks its options on entry: a bad data.options value
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"data.options={cfg.data.options!r}: {err}") from err
+
+
+def _parse_log_line(line: str) -> dict | None:
+    """One record of log.jsonl, or None for a line torn by a kill in the middle of its append."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 class Trainer:
     """``Trainer(cfg, out_dir).run()`` trains, evaluates, tests and writes ``results.json``.
 
     ``datasets`` (``{"train", "val", "test"}``) replaces ``lra_kit.data.load`` (tests);
-    ``record`` also writes the results to ``results/<record>/<cfg.name>.json``;
-    ``stop_after`` stops (as if killed, without a checkpoint) after that many updates — for tests.
+    ``record`` also writes the results to ``results/<record>/<cfg.name>.json``.
+    Bad values raise :class:`lra_kit.errors.ConfigError` here, before any data is read.
     """
 
-    def __init__(self, cfg: ExperimentConfig, out_dir: Optional[str] = None, *, device: str = "auto",
-                 datasets: Optional[dict] = None, record: Optional[str] = None, record_dir: str = "results",
-                 progress: bool = True, stop_after: Optional[int] = None, log=print):
-        cfg.model.validate()
+    def __init__(self, cfg: ExperimentConfig, out_dir: str | None = None, *, device: str = "auto",
+                 datasets: dict | None = None, record: str | None = None, record_dir: str = "results",
+                 progress: bool = True, log=print):
+        validate(cfg)
         self.cfg, self.out_dir = cfg, out_dir or default_run_dir(cfg)
-        self.record, self.record_dir, self.stop_after = record, record_dir, stop_after
-        self.dist: DistInfo = init_distributed(torch.device("cuda" if device.startswith("cuda") or
-                                                             (device == "auto" and torch.cuda.is_available()) else "cpu"))
+        self.record, self.record_dir = record, record_dir
+        on_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+        self.dist: DistInfo = init_distributed(torch.device("cuda" if on_cuda else "cpu"))
         self.device = local_device(device, self.dist)
         self.progress = progress and self.dist.is_main
         self._log = log if self.dist.is_main else (lambda *a, **k: None)
         t = cfg.train
         per_rank = cfg.data.batch_size // self.dist.world_size
         if cfg.data.batch_size % (self.dist.world_size * t.accumulate):
-            raise ValueError(f"data.batch_size={cfg.data.batch_size} must be divisible by world_size × accumulate "
-                             f"= {self.dist.world_size} × {t.accumulate}")
+            raise ConfigError(f"data.batch_size={cfg.data.batch_size} must be divisible by world_size × accumulate "
+                              f"= {self.dist.world_size} × {t.accumulate}")
         self.micro = per_rank // t.accumulate
         # Per-rank seeds give the ranks different dropout masks; the initial weights are rank 0's (DDP
         # broadcasts them) and the data order depends on t.seed only. (Resume restores rank 0's RNG on
@@ -130,10 +158,15 @@ class Trainer:
         self.datasets = datasets if datasets is not None else _load_datasets(cfg)
         train = self.datasets["train"]
         if len(train) < cfg.data.batch_size:
-            raise ValueError(f"the train split has {len(train)} examples, fewer than data.batch_size={cfg.data.batch_size}")
+            raise ConfigError(f"the train split has {len(train)} examples, fewer than "
+                              f"data.batch_size={cfg.data.batch_size}")
         self.kind = train.kind
-        self.model = build_model(cfg.model, kind=train.kind, vocab_size=train.vocab_size, max_length=train.max_length,
-                                 num_classes=train.num_classes, pad_id=train.pad_id).to(self.device)
+        try:
+            model = build_model(cfg.model, kind=train.kind, vocab_size=train.vocab_size, max_length=train.max_length,
+                                num_classes=train.num_classes, pad_id=train.pad_id)
+        except (ValueError, TypeError) as err:  # the attention's own checks, e.g. model.attention_options.beta=5
+            raise ConfigError(f"model: {err}") from err
+        self.model = model.to(self.device)
         self.task_loss = TaskLoss(self.model, self.kind)
         self.train_module: nn.Module = self.task_loss
         self.ddp = None
@@ -146,7 +179,7 @@ class Trainer:
                                                find_unused_parameters=cfg.model.attention == "luna")
         if t.compile:
             self.train_module = torch.compile(self.train_module)
-        self.optimizer = self._optimizer()
+        self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], cfg.optim)
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, t.steps)
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "wall_s": 0.0,
                       "curves": {"train": [], "val": []}, "window": [0.0, 0.0, 0.0, 0, 0.0]}
@@ -157,18 +190,6 @@ class Trainer:
         random.seed(seed)
         np.random.seed(seed)
         torch.manual_seed(seed)
-
-    def _optimizer(self) -> torch.optim.Optimizer:
-        o = self.cfg.optim
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        if o.name == "adamw":
-            return torch.optim.AdamW(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay)
-        if o.name == "adam":  # fairseq's Adam decouples weight decay too
-            return torch.optim.AdamW(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay)
-        if o.name == "radam":  # the RAdam of Liu et al. as the papers' code uses it (decoupled weight decay)
-            return torch.optim.RAdam(params, lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay,
-                                     decoupled_weight_decay=True)
-        raise ValueError(f"optim.name must be one of ('adamw', 'adam', 'radam'), got {o.name!r}")
 
     def _autocast(self):
         if self.cfg.train.amp and self.device.type == "cuda":
@@ -186,14 +207,19 @@ class Trainer:
         return os.path.join(self.out_dir, name)
 
     def _write_log(self, record: dict) -> None:
-        if self.dist.is_main:
-            with open(self.path("log.jsonl"), "a") as f:
+        if not self.dist.is_main:
+            return
+        path = self.path("log.jsonl")
+        try:
+            with open(path, "a") as f:
                 f.write(json.dumps(record) + "\n")
+        except OSError as err:  # a full disk: the run stops here and resumes from its last checkpoint
+            raise OutputPathError(path, err.strerror or str(err)) from err
 
     def save_checkpoint(self) -> None:
         if not self.dist.is_main:
             return
-        atomic_save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+        atomic_save({"format": FORMAT, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                      "scheduler": self.scheduler.state_dict(), "rng": rng_state(), "state": self.state,
                      "config": self.cfg.to_dict()}, self.path("checkpoint.pt"))
 
@@ -201,13 +227,14 @@ class Trainer:
         path = self.path("checkpoint.pt")
         if not os.path.exists(path):
             return False
-        ckpt = load_checkpoint(path, map_location="cpu")  # RNG states must stay CPU tensors; load_state_dict moves the rest
+        # map_location="cpu": the RNG states must stay CPU tensors; load_state_dict moves the rest
+        ckpt = load_checkpoint(path, map_location="cpu", required=TRAINING_KEYS)
         if ckpt["config"] != self.cfg.to_dict():
             saved = json.loads(json.dumps(ckpt["config"], default=str))
             now = json.loads(json.dumps(self.cfg.to_dict(), default=str))
             if saved != now:
-                raise ValueError(f"{self.out_dir} holds a run with a different config; give another --out "
-                                 "(or delete the directory) to start a new run")
+                raise RunDirectoryError(f"{self.out_dir} holds a run with a different config; give another --out "
+                                        "(or delete the directory) to start a new run")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scheduler.load_state_dict(ckpt["scheduler"])
@@ -215,14 +242,14 @@ class Trainer:
         self.state = ckpt["state"]
         if self.dist.is_main and os.path.exists(self.path("log.jsonl")):  # drop lines written after the checkpoint
             with open(self.path("log.jsonl")) as f:
-                lines = [ln for ln in f if ln.strip() and json.loads(ln).get("step", 0) <= self.state["step"]
-                         and json.loads(ln).get("split") != "test"]
-            atomic_write_text("".join(lines), self.path("log.jsonl"))
+                records = [r for r in map(_parse_log_line, f) if r is not None]
+            kept = [r for r in records if r.get("step", 0) <= self.state["step"] and r.get("split") != "test"]
+            atomic_write_text("".join(json.dumps(r) + "\n" for r in kept), self.path("log.jsonl"))
         return True
 
     # -- evaluation -----------------------------------------------------------------------------
     @torch.no_grad()
-    def evaluate(self, split: str, max_batches: Optional[int] = None, model: Optional[nn.Module] = None) -> dict:
+    def evaluate(self, split: str, max_batches: int | None = None, model: nn.Module | None = None) -> dict:
         """Loss and accuracy on ``split`` (the first ``max_batches`` batches, in order; None = all)."""
         dataset = self.datasets[split]
         size = self.cfg.data.eval_batch_size or self.cfg.data.batch_size  # a global batch, split over the ranks
@@ -312,17 +339,46 @@ class Trainer:
                             self.path("best.pt"))
         return metrics
 
+    def _record_path(self) -> str | None:
+        return record_path(self.record_dir, self.record, self.cfg) if self.record else None
+
+    def check_outputs(self) -> None:
+        """Raise ``OutputPathError`` now, not after hours of training, if an output path is unwritable."""
+        if not self.dist.is_main:
+            return
+        check_writable(self.out_dir, directory=True)
+        if self.record:
+            check_writable(self._record_path())
+
+    def _exclusive(self):
+        """The run directory's lock (rank 0 writes everything, so rank 0 holds it)."""
+        return run_directory_lock(self.out_dir) if self.dist.is_main else contextlib.nullcontext()
+
     def run(self) -> dict:
-        cfg, t = self.cfg, self.cfg.train
+        """Train (resuming from ``checkpoint.pt`` if there is one), then :meth:`finish`."""
+        self.check_outputs()
         if self.dist.is_main:
-            os.makedirs(self.out_dir, exist_ok=True)
+            try:
+                os.makedirs(self.out_dir, exist_ok=True)
+            except OSError as err:
+                raise OutputPathError(self.out_dir, err.strerror or str(err)) from err
         barrier(self.dist)
+        with self._exclusive():
+            if self.dist.is_main:
+                for orphan in remove_orphans(self.out_dir):
+                    self._log(f"[lra-kit] removed {orphan}, left by a write that was killed")
+            self._train()
+            return self.finish()
+
+    def _train(self) -> None:
+        cfg, t = self.cfg, self.cfg.train
         resumed = self._resume()
-        self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}"
-                  f"{f' × {self.dist.world_size} processes' if self.dist.enabled else ''}; run directory {self.out_dir}")
+        processes = f" × {self.dist.world_size} processes" if self.dist.enabled else ""
+        self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}{processes}; run directory {self.out_dir}")
         self._log(format_config(cfg))
         if resumed:
-            self._log(f"[lra-kit] resuming from the checkpoint at step {self.state['step']}/{t.steps} in {self.out_dir}")
+            self._log(f"[lra-kit] resuming from the checkpoint at step {self.state['step']}/{t.steps} "
+                      f"in {self.out_dir}")
         elif self.dist.is_main:
             atomic_write_text(format_config(cfg) + "\n", self.path("config.json"))
             if os.path.exists(self.path("log.jsonl")):
@@ -352,38 +408,35 @@ class Trainer:
                 self.state["wall_s"] = wall_before + time.perf_counter() - started
                 if step % every_ckpt == 0 or step == t.steps:
                     self.save_checkpoint()
-                if self.stop_after is not None and step >= self.stop_after and step < t.steps:
-                    bar.close()
-                    raise RunInterrupted(step)
                 if step >= t.steps:
                     break
-            else:
-                self.state["epoch"] += 1
-                self.state["batch_in_epoch"] = 0
-                continue
             if self.state["batch_in_epoch"] >= sampler.batches:
                 self.state["epoch"] += 1
                 self.state["batch_in_epoch"] = 0
         bar.close()
-        return self.finish()
 
     def finish(self) -> dict:
-        """Test the best-dev model (or the last one if there was no evaluation) and write the results."""
+        """Test the best-dev model (or the last one if there was no evaluation) and write the results.
+
+        The best weights are loaded into ``self.model`` for the test and the last ones put back after it.
+        """
         best_path = self.path("best.pt")
         barrier(self.dist)
-        model = self.model
+        last = None
         if os.path.exists(best_path):
-            model = build_model(self.cfg.model, kind=self.kind, vocab_size=self.datasets["train"].vocab_size,
-                                max_length=self.datasets["train"].max_length,
-                                num_classes=self.datasets["train"].num_classes,
-                                pad_id=self.datasets["train"].pad_id).to(self.device)
-            model.load_state_dict(load_checkpoint(best_path)["model"])
-        test = self.evaluate("test", model=model)
+            best = load_checkpoint(best_path)["model"]
+            last = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.model.load_state_dict(best)
+        try:
+            test = self.evaluate("test")
+        finally:
+            if last is not None:
+                self.model.load_state_dict(last)
         self._write_log({"step": self.state["step"], "split": "test", **test})
         last_val = self.state["curves"]["val"][-1] if self.state["curves"]["val"] else None
         last_train = self.state["curves"]["train"][-1] if self.state["curves"]["train"] else None
-        metrics = {"test": test, "best_val": {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]},
-                   "last_val": last_val, "last_train": last_train}
+        best_val = {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]}
+        metrics = {"test": test, "best_val": best_val, "last_val": last_val, "last_train": last_train}
         results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale,
                                steps=self.state["step"], seed=self.cfg.train.seed, wall_s=self.state["wall_s"],
                                device=self.device, experiment=self.cfg.name, task=self.cfg.task,
@@ -393,16 +446,8 @@ class Trainer:
         if self.dist.is_main:
             write_results(results, self.path("results.json"))
             if self.record:
-                path = write_results(results, os.path.join(self.record_dir, self.record, f"{self.cfg.name}.json"))
+                path = write_results(results, self._record_path())
                 self._log(f"[lra-kit] recorded {path}")
             shown = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in test.items())
             self._log(f"[lra-kit] test ({self.cfg.name}, scale={self.cfg.scale}): {shown}")
         return results
-
-
-class RunInterrupted(RuntimeError):
-    """Raised by ``Trainer(stop_after=N)`` to simulate a run killed after N updates."""
-
-    def __init__(self, step: int):
-        super().__init__(f"run stopped after step {step} (stop_after)")
-        self.step = step

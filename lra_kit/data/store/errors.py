@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lra_kit.errors import LraKitError
 
-class DataError(RuntimeError):
+
+class DataError(LraKitError, RuntimeError):
     """Base class of the data errors; ``path``, ``problem`` and ``fix`` are attributes."""
 
     problem = "unusable"
