@@ -46,8 +46,8 @@ def chunk_states_kernel(
     pos = tl.arange(0, C)
     state_mask = (rx[:, None] < DX) & (ry[None, :] < DY)
     state_off = rx[:, None] * DY + ry[None, :]
-    s = tl.zeros((BX, BY), dtype=tl.float32)
-    d = tl.zeros((BX, BY), dtype=tl.float32)
+    s = tl.full((BX, BY), 0.0, tl.float32)
+    d = tl.full((BX, BY), 0.0, tl.float32)
     if HAS_INIT:
         s += tl.load(s_init_ptr + bh * DX * DY + state_off, mask=state_mask, other=0.0)
         if USE_D:
