@@ -11,8 +11,8 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("Triton is not installed", allow_module_level=True)
 
-from lra_kit.attention.causal_product import causal_product  # noqa: E402
-from lra_kit.attention.triton import available, triton_causal_product  # noqa: E402
+from lra_kit.attention.causal_product import causal_product
+from lra_kit.attention.triton import available, triton_causal_product
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CHUNK = 16

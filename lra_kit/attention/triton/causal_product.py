@@ -107,7 +107,7 @@ class TritonCausalProduct(torch.autograd.Function):
     """out, (s_T, d_T) = weighted causal product; backward = the adjoint recursion of the module docstring."""
 
     @staticmethod
-    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state):  # noqa: D102
+    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state):
         run = _Launch(q, v, beta, chunk_size)
         qf, kf, vf = run.flat(q), run.flat(k), run.flat(v)
         init = None if s0 is None else (_flat_state(s0, run), _flat_state(d0, run))
@@ -127,7 +127,7 @@ class TritonCausalProduct(torch.autograd.Function):
         return out, last[0].view(B, H, run.D, run.M), last[1].view(B, H, run.D, run.M)
 
     @staticmethod
-    def backward(ctx, grad, *grad_final):  # noqa: D102
+    def backward(ctx, grad, *grad_final):
         q, k, v, *init = ctx.saved_tensors
         beta = ctx.beta
         run = _Launch(q, v, beta, ctx.chunk_size)
@@ -157,7 +157,7 @@ class TritonCausalProduct(torch.autograd.Function):
                 B, H = q.shape[:2]
                 ds0 = first[0].view(B, H, run.D, run.M).to(ctx.state_dtypes[0])
                 dd0 = first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1])
-        shape = lambda t, like: None if t is None else t.view(like.shape)  # noqa: E731
+        shape = lambda t, like: None if t is None else t.view(like.shape)
         return shape(dq, q), shape(dk, k), shape(dv, v), ds0, dd0, None, None, None
 
 
