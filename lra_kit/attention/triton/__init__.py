@@ -45,7 +45,7 @@ def available(tensor: torch.Tensor) -> bool:
 
 
 def triton_causal_product(*args, **kwargs):
-    """See :func:`lra_kit.attention.triton.causal_product.triton_causal_product` (imported lazily: Triton is optional)."""
+    """:func:`lra_kit.attention.triton.causal_product.triton_causal_product`, imported lazily (Triton is optional)."""
     if _mode() == "interpret":
         os.environ["TRITON_INTERPRET"] = "1"
     from lra_kit.attention.triton.causal_product import triton_causal_product as run

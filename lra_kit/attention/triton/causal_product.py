@@ -157,8 +157,11 @@ class TritonCausalProduct(torch.autograd.Function):
                 B, H = q.shape[:2]
                 ds0 = first[0].view(B, H, run.D, run.M).to(ctx.state_dtypes[0])
                 dd0 = first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1])
-        shape = lambda t, like: None if t is None else t.view(like.shape)
-        return shape(dq, q), shape(dk, k), shape(dv, v), ds0, dd0, None, None, None
+        return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None
+
+
+def _as(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
+    return None if t is None else t.view(like.shape)
 
 
 def _flat_state(t: torch.Tensor, run: _Launch) -> torch.Tensor:
