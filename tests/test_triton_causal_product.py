@@ -125,6 +125,19 @@ def test_low_precision_inputs_keep_float32_states(dtype):
         assert a.dtype == dtype and rel_rms(a, b) < 1e-2
 
 
+def test_wide_heads_split_into_several_state_and_column_blocks():
+    """dim 40 and dim_v 150: several 32-wide state tiles and two output column blocks, none of them full."""
+    q, k, v, g = inputs(35, D=40, M=150, H=1, seed=8)
+    qd, kd, vd = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = heavy_ball(qd, kd, vd, 0.9)[0]
+    ref_grads = torch.autograd.grad((ref * g).sum(), (qd, kd, vd))
+    qt, kt, vt = on_device(q, k, v)
+    out = triton_causal_product(qt, kt, vt, 0.9, chunk_size=CHUNK)
+    assert rel_rms(out, ref) < 1e-6
+    for name, a, b in zip("qkv", torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads):
+        assert rel_rms(a, b) < 1e-5, name
+
+
 def test_agrees_with_the_pytorch_path_at_chunk_32():
     q, k, v, _ = inputs(70, D=16, M=16, seed=6)
     ref = causal_product(q, k, v, beta=0.6)
@@ -135,6 +148,7 @@ def test_agrees_with_the_pytorch_path_at_chunk_32():
 def test_available(monkeypatch):
     cpu = torch.zeros(1)
     assert available(cpu)  # the interpreter (or a GPU machine's interpreter flag) is on in this module
+    assert not available(cpu.double())  # float64 stays on the PyTorch path
     monkeypatch.setenv("LRA_KIT_TRITON", "0")
     assert not available(cpu)
     monkeypatch.setenv("LRA_KIT_TRITON", "auto")

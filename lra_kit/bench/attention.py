@@ -321,6 +321,12 @@ def run(
     methods = tuple(methods or default_methods(device))
     sdpa_backend = sdpa_backend or ("flash" if device.type == "cuda" else "auto")
     _check_methods(methods)
+    if any(m in TRITON_METHODS for m in methods) and not triton_ready(device):
+        raise ValueError(f"{', '.join(TRITON_METHODS)} need Triton and a CUDA device (pip install -e .[gpu]); "
+                         "LRA_KIT_TRITON=interpret runs them on a CPU, slowly")
+    if any(m in FLA_METHODS for m in methods) and not (device.type == "cuda" and fla_installed()):
+        raise ValueError(f"{', '.join(FLA_METHODS)} need flash-linear-attention and a CUDA device "
+                         "(pip install flash-linear-attention)")
     if sdpa_backend not in SDPA_BACKENDS:
         raise ValueError(f"sdpa_backend must be one of {SDPA_BACKENDS}, got {sdpa_backend!r}")
     if dtype not in DTYPES:

@@ -18,6 +18,7 @@ import os
 import torch
 
 ENV = "LRA_KIT_TRITON"
+SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _mode() -> str:
@@ -32,10 +33,10 @@ def triton_installed() -> bool:
 
 
 def available(tensor: torch.Tensor) -> bool:
-    """Whether :func:`triton_causal_product` can run on ``tensor``: a CUDA tensor with Triton installed,
-    or any tensor when ``LRA_KIT_TRITON=interpret`` (the interpreter; tests)."""
+    """Whether :func:`triton_causal_product` can run on ``tensor``: a float32/bf16/fp16 CUDA tensor with
+    Triton installed, or such a tensor on any device when ``LRA_KIT_TRITON=interpret`` (the interpreter; tests)."""
     mode = _mode()
-    if mode in ("0", "off") or not triton_installed():
+    if mode in ("0", "off") or tensor.dtype not in SUPPORTED_DTYPES or not triton_installed():
         return False
     if mode == "interpret":
         # Triton reads this when a kernel is decorated, i.e. when the kernels module is first imported.
@@ -53,4 +54,4 @@ def triton_causal_product(*args, **kwargs):
     return run(*args, **kwargs)
 
 
-__all__ = ["ENV", "available", "triton_causal_product", "triton_installed"]
+__all__ = ["ENV", "SUPPORTED_DTYPES", "available", "triton_causal_product", "triton_installed"]

@@ -30,8 +30,7 @@ from __future__ import annotations
 import torch
 
 from lra_kit.attention.causal_product import momentum_lag_weights
-
-SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+from lra_kit.attention.triton import SUPPORTED_DTYPES
 DEFAULT_CHUNK_SIZE = 64
 
 
@@ -75,7 +74,8 @@ class _Launch:
         else:  # unused by the kernel; any float32 pointer will do
             s_last = d_last = s
         s_init, d_init = init if init is not None else (s, s)
-        BX, BY = _block(DX, 64), _block(DY, 64)
+        # 32 × 32 state tiles: this pass is sequential over chunks, so its parallelism is BH·(DX/32)·(DY/32).
+        BX, BY = _block(DX, 32), _block(DY, 32)
         grid = (self.BH, -(-DX // BX), -(-DY // BY))
         chunk_states_kernel[grid](
             x, y, s, d, s_init, d_init, s_last, d_last, self.u, self.p, self.beta,
@@ -93,7 +93,7 @@ class _Launch:
         out = torch.empty(self.BH, self.N, DZ, device=x.device, dtype=out_dtype)
         bh_stride, chunk_stride, rows, cols = s.stride()
         stride_x, stride_z = (cols, rows) if transpose_state else (rows, cols)
-        BZ = _block(DZ, 64)
+        BZ = _block(DZ, 128)  # one column block up to 128 (e.g. [v, 1] of width 65): the scores are computed once
         grid = (self.BH, self.NC, -(-DZ // BZ))
         chunk_output_kernel[grid](
             x, y, z, s, d, out, self.u, self.p, self.beta,
