@@ -37,7 +37,9 @@ def test_benchmark_writes_json_with_provenance(tmp_path, capsys):
 
 
 def test_cli_bench_attention(capsys):
-    assert cli_main(["bench", "attention", "--lengths", "32", "--repeats", "1", "--dim", "4", "--methods", "sdpa_causal", "linear_causal"]) == 0
+    argv = ["bench", "attention", "--lengths", "32", "--repeats", "1", "--dim", "4", "--device", "cpu",
+            "--methods", "sdpa_causal", "linear_causal"]
+    assert cli_main(argv) == 0
     out = capsys.readouterr().out
     assert "linear_causal" in out and "sdpa_causal" in out
 
@@ -45,7 +47,8 @@ def test_cli_bench_attention(capsys):
 def test_format_table_handles_missing_memory():
     row = {"length": 8, "method": "sdpa", "median_s": 1e-3, "spread_s": 0.0, "peak_bytes": None,
            "speedup_vs_sdpa": None, "memory_vs_sdpa": None, "time_vs_linear": None}
-    text = format_table({"config": {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}, "rows": [row], "device": "cpu"})
+    config = {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}
+    text = format_table({"config": config, "rows": [row], "device": "cpu"})
     assert "sdpa" in text
 
 
@@ -86,7 +89,8 @@ def test_prefill_table_and_judged_ratios(capsys):
         assert r["tokens_per_s"] == pytest.approx(64 / r["median_s"])
     (ratio,) = judged_ratios(result)
     assert ratio["linear"] == "linear_causal" and ratio["momentum"] == "momentum_causal"
-    assert ratio["sdpa_over_linear"] == pytest.approx(rows["sdpa_causal"]["median_s"] / rows["linear_causal"]["median_s"])
+    assert ratio["sdpa_over_linear"] == pytest.approx(
+        rows["sdpa_causal"]["median_s"] / rows["linear_causal"]["median_s"])
     assert ratio["momentum_over_linear"] == pytest.approx(
         rows["momentum_causal"]["median_s"] / rows["linear_causal"]["median_s"])
     assert ratio["prefill_linear_vs_sdpa"] == pytest.approx(
