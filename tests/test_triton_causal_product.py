@@ -190,3 +190,56 @@ def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
     assert rel_rms(out, ref) < 2e-2
     for a, b in zip(torch.autograd.grad((out * g.cuda().bfloat16()).sum(), fast), ref_grads):
         assert rel_rms(a, b) < 5e-2
+
+
+def _compiled_kernels(monkeypatch):
+    """A fresh copy of the kernels module with Triton's interpreter off (this module may have turned it on)."""
+    import lra_kit.attention.triton.kernels as interpreted
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    spec = importlib.util.spec_from_file_location("lra_kit_triton_kernels_compiled", interpreted.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compile_for_hopper(kernel, input_dtype: str, **constexprs):
+    """Compile a kernel to a cubin for sm_90 without a GPU (Triton ships its NVIDIA backend and ptxas):
+    catches what the interpreter forgives — types, scoping, layouts — before any GPU run."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    if "nvidia" not in triton.backends.backends:
+        pytest.skip("this Triton has no NVIDIA backend")
+    io = {"x_ptr", "y_ptr", "z_ptr", "out_ptr"}
+    signature = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            signature[name] = "constexpr"
+        elif name.endswith("_ptr"):
+            signature[name] = f"*{input_dtype}" if name in io else "*fp32"
+        else:
+            signature[name] = "fp32" if name == "beta" else "i32"
+    num_warps = constexprs.pop("num_warps", 4)
+    return triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps})
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_states_kernel_compiles_for_sm90(reverse, monkeypatch):
+    kernels = _compiled_kernels(monkeypatch)
+    compiled = _compile_for_hopper(kernels.chunk_states_kernel, "bf16", C=64, BX=32, BY=32, REVERSE=reverse, HAS_INIT=True,
+                                   STORE_LAST=True, USE_D=True, PRECISION="tf32")
+    assert "chunk_states_kernel" in compiled.asm["ptx"]
+
+
+@pytest.mark.parametrize("reverse, use_d, dtype", [(False, False, "bf16"), (False, True, "fp32"),
+                                                   (True, True, "bf16")])
+def test_output_kernel_compiles_for_sm90(reverse, use_d, dtype, monkeypatch):
+    from lra_kit.attention.triton.causal_product import output_warps
+
+    kernels = _compiled_kernels(monkeypatch)
+    compiled = _compile_for_hopper(kernels.chunk_output_kernel, dtype, C=64, BX=64, BZ=64, REVERSE=reverse, USE_D=use_d,
+                                   PRECISION="tf32" if dtype == "bf16" else "ieee", num_warps=output_warps(64, 64))
+    assert "chunk_output_kernel" in compiled.asm["ptx"]

@@ -47,6 +47,12 @@ def _block(n: int, cap: int) -> int:
     return max(16, min(cap, 1 << max(0, n - 1).bit_length()))
 
 
+def output_warps(BX: int, BZ: int) -> int:
+    """Warps of chunk_output_kernel: with 64 × 64 tiles or larger, 4 warps spill registers on sm_90
+    (ptxas -v on the compiled kernel); 8 do not."""
+    return 8 if BX * BZ >= 64 * 64 else 4
+
+
 class _Launch:
     """Shapes, tables and launch parameters shared by the forward and backward passes."""
 
@@ -93,12 +99,13 @@ class _Launch:
         out = torch.empty(self.BH, self.N, DZ, device=x.device, dtype=out_dtype)
         bh_stride, chunk_stride, rows, cols = s.stride()
         stride_x, stride_z = (cols, rows) if transpose_state else (rows, cols)
-        BZ = _block(DZ, 128)  # one column block up to 128 (e.g. [v, 1] of width 65): the scores are computed once
+        BX, BZ = _block(DX, 1 << 30), _block(DZ, 128)  # one column block up to 128 (e.g. [v, 1] of width 65)
         grid = (self.BH, self.NC, -(-DZ // BZ))
         chunk_output_kernel[grid](
             x, y, z, s, d, out, self.u, self.p, self.beta,
             self.N, DX, DZ, self.NC, bh_stride, chunk_stride, stride_x, stride_z,
-            C=self.C, BX=_block(DX, 1 << 30), BZ=BZ, REVERSE=reverse, USE_D=use_d, PRECISION=self.precision,
+            C=self.C, BX=BX, BZ=BZ, REVERSE=reverse, USE_D=use_d, PRECISION=self.precision,
+            num_warps=output_warps(BX, BZ),
         )
         return out
 
