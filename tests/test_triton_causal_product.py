@@ -229,8 +229,8 @@ def _compile_for_hopper(kernel, input_dtype: str, **constexprs):
 @pytest.mark.parametrize("reverse", [False, True])
 def test_states_kernel_compiles_for_sm90(reverse, monkeypatch):
     kernels = _compiled_kernels(monkeypatch)
-    compiled = _compile_for_hopper(kernels.chunk_states_kernel, "bf16", C=64, BX=32, BY=32, REVERSE=reverse, HAS_INIT=True,
-                                   STORE_LAST=True, USE_D=True, PRECISION="tf32")
+    compiled = _compile_for_hopper(kernels.chunk_states_kernel, "bf16", C=64, BX=32, BY=32, REVERSE=reverse,
+                                   HAS_INIT=True, STORE_LAST=True, USE_D=True, PRECISION="tf32")
     assert "chunk_states_kernel" in compiled.asm["ptx"]
 
 
