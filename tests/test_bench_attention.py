@@ -117,6 +117,7 @@ def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch
     q, k, v = (torch.randn(1, 2, 40, 16, generator=gen).to(device) for _ in range(3))
     ref = linear_attention(q, k, v, causal=True)
     assert ((triton_linear(q, k, v) - ref).norm() / ref.norm()).item() < 1e-5
+    assert ((triton_linear(q, k, v, final_state=True) - ref).norm() / ref.norm()).item() < 1e-5
     ref = momentum_attention(q, k, v, beta=0.6, causal=True)
     out = triton_momentum(q, k, v, beta=0.6, final_state=True)
     assert ((out - ref).norm() / ref.norm()).item() < 1e-5
