@@ -319,7 +319,8 @@ def run(
     lengths = tuple(lengths or default_lengths)
     batch, heads, dtype = batch or default_batch, heads or default_heads, dtype or default_dtype
     methods = tuple(methods or default_methods(device))
-    sdpa_backend = sdpa_backend or ("flash" if device.type == "cuda" else "auto")
+    # FlashAttention takes only 16-bit inputs; float32 on CUDA gets the memory-efficient kernel.
+    sdpa_backend = sdpa_backend or ("auto" if device.type != "cuda" else "flash" if dtype != "float32" else "efficient")
     _check_methods(methods)
     if any(m in TRITON_METHODS for m in methods) and not triton_ready(device):
         raise ValueError(f"{', '.join(TRITON_METHODS)} need Triton and a CUDA device (pip install -e .[gpu]); "
@@ -525,7 +526,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", nargs="+", default=None, choices=ALL_METHODS,
                         help="default: the paper's methods, plus Triton and fla ones on CUDA when installed")
     parser.add_argument("--sdpa-backend", choices=SDPA_BACKENDS, default=None,
-                        help="pin SDPA's backend (default flash on CUDA, auto on CPU)")
+                        help="pin SDPA's backend (default on CUDA: flash, or efficient for float32; auto on CPU)")
     parser.add_argument("--no-prefill", action="store_true", help="skip the prefill (prompt processing) table")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write the tables as JSON (e.g. results/bench/attention-h200.json)")
