@@ -243,3 +243,19 @@ def test_output_kernel_compiles_for_sm90(reverse, use_d, dtype, monkeypatch):
     compiled = _compile_for_hopper(kernels.chunk_output_kernel, dtype, C=64, BX=64, BZ=64, REVERSE=reverse, USE_D=use_d,
                                    PRECISION="tf32" if dtype == "bf16" else "ieee", num_warps=output_warps(64, 64))
     assert "chunk_output_kernel" in compiled.asm["ptx"]
+
+
+def test_positive_coefficients_keep_float32_accurate_where_a_composed_difference_does_not():
+    """At β = 0.999, (Σ qk v − β·Σ β^{i−j} qk v)/(1 − β) cancels about three digits in float32;
+    carrying (s, d) with positive coefficients does not."""
+    beta = 0.999
+    q, k, v, _ = inputs(64, seed=9)
+    ref = heavy_ball(q, k, v, beta)[0]
+    q32, k32, v32 = (t.float() for t in (q, k, v))
+    scores = (q32 @ k32.transpose(-1, -2)).tril()
+    lag = torch.arange(64)[:, None] - torch.arange(64)[None, :]
+    decay = torch.where(lag >= 0, torch.tensor(beta) ** lag.clamp(min=0).float(), torch.zeros(()))
+    composed = (scores @ v32 - beta * ((scores * decay) @ v32)) / (1 - beta)
+    ours = triton_causal_product(*(t.to(DEVICE) for t in (q32, k32, v32)), beta, chunk_size=CHUNK)
+    assert rel_rms(ours, ref) < 1e-6
+    assert rel_rms(composed, ref) > 30 * rel_rms(ours, ref)
