@@ -1,13 +1,30 @@
 """The attention benchmark runs end to end and writes its table with provenance (no timing asserted here)."""
+import importlib.util
 import json
 
-from lra_kit.bench.attention import BASELINE, METHODS, format_table, main
+import pytest
+import torch
+
+from lra_kit.attention import linear_attention, momentum_attention
+from lra_kit.bench.attention import (
+    BASELINE,
+    METHODS,
+    format_ratios,
+    format_table,
+    io_bytes,
+    judged_ratios,
+    main,
+    run,
+    triton_linear,
+    triton_momentum,
+)
 from lra_kit.cli import main as cli_main
 
 
 def test_benchmark_writes_json_with_provenance(tmp_path, capsys):
     path = tmp_path / "bench.json"
-    assert main(["--lengths", "64", "96", "--repeats", "1", "--heads", "2", "--dim", "8", "--json", str(path)]) == 0
+    assert main(["--lengths", "64", "96", "--repeats", "1", "--heads", "2", "--dim", "8", "--device", "cpu",
+                 "--json", str(path)]) == 0
     record = json.loads(path.read_text())
     for key in ("metrics", "config", "scale", "steps", "seed", "wall_s", "device", "torch", "git_commit", "date"):
         assert key in record
@@ -21,7 +38,9 @@ def test_benchmark_writes_json_with_provenance(tmp_path, capsys):
 
 
 def test_cli_bench_attention(capsys):
-    assert cli_main(["bench", "attention", "--lengths", "32", "--repeats", "1", "--dim", "4", "--methods", "sdpa_causal", "linear_causal"]) == 0
+    argv = ["bench", "attention", "--lengths", "32", "--repeats", "1", "--dim", "4", "--device", "cpu",
+            "--methods", "sdpa_causal", "linear_causal"]
+    assert cli_main(argv) == 0
     out = capsys.readouterr().out
     assert "linear_causal" in out and "sdpa_causal" in out
 
@@ -29,7 +48,8 @@ def test_cli_bench_attention(capsys):
 def test_format_table_handles_missing_memory():
     row = {"length": 8, "method": "sdpa", "median_s": 1e-3, "spread_s": 0.0, "peak_bytes": None,
            "speedup_vs_sdpa": None, "memory_vs_sdpa": None, "time_vs_linear": None}
-    text = format_table({"config": {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}, "rows": [row], "device": "cpu"})
+    config = {"batch": 1, "heads": 1, "dim": 1, "dtype": "float32", "repeats": 1}
+    text = format_table({"config": config, "rows": [row], "device": "cpu"})
     assert "sdpa" in text
 
 
@@ -43,3 +63,70 @@ def test_peak_memory_by_length_grows_with_length():
         ours, naive = peaks["linear_causal"], peaks["linear_cumulative_states"]
         assert ours[1] > ours[0] and naive[1] > naive[0]
         assert naive[1] > 4 * ours[1]  # all N states of 32 × 32 against O(N·D)
+
+
+def test_json_path_is_checked_before_running(tmp_path, monkeypatch):
+    import lra_kit.bench.attention as bench
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the benchmark ran although its output could not be written")
+
+    monkeypatch.setattr(bench, "run", must_not_run)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit, match="cannot write"):
+        main(["--lengths", "32", "--json", str(blocker / "bench.json")])
+    with pytest.raises(SystemExit, match="is a directory"):
+        main(["--lengths", "32", "--json", str(tmp_path)])
+
+
+def test_prefill_table_and_judged_ratios(capsys):
+    result = run([64], heads=1, dim=8, repeats=1, methods=["sdpa_causal", "linear_causal", "momentum_causal"],
+                 progress=False)
+    assert [r["method"] for r in result["prefill"]] == ["sdpa_kv_cache", "linear_causal", "momentum_causal"]
+    rows = {r["method"]: r for r in result["rows"]}
+    pre = {r["method"]: r for r in result["prefill"]}
+    for r in result["prefill"]:
+        assert r["tokens_per_s"] == pytest.approx(64 / r["median_s"])
+    (ratio,) = judged_ratios(result)
+    assert ratio["linear"] == "linear_causal" and ratio["momentum"] == "momentum_causal"
+    assert ratio["sdpa_over_linear"] == pytest.approx(
+        rows["sdpa_causal"]["median_s"] / rows["linear_causal"]["median_s"])
+    assert ratio["momentum_over_linear"] == pytest.approx(
+        rows["momentum_causal"]["median_s"] / rows["linear_causal"]["median_s"])
+    assert ratio["prefill_linear_vs_sdpa"] == pytest.approx(
+        pre["sdpa_kv_cache"]["median_s"] / pre["linear_causal"]["median_s"])
+    assert ratio["linear_bandwidth_fraction"] is None  # no known peak bandwidth for a CPU
+    text = format_ratios(result)
+    assert "SDPA÷lin" in text and "mom÷lin" in text
+
+
+def test_io_bytes_counts_the_tensors_any_implementation_moves():
+    one = 2 * 3 * 5 * 7 * 2  # batch 2, heads 3, length 5, dim 7, two-byte elements
+    assert io_bytes("linear_triton", batch=2, heads=3, length=5, dim=7, element=2, backward=False) == 4 * one
+    assert io_bytes("linear_triton", batch=2, heads=3, length=5, dim=7, element=2, backward=True) == 11 * one
+    assert io_bytes("luna", batch=2, heads=3, length=5, dim=7, element=2, backward=True) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch):
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 16, generator=gen).to(device) for _ in range(3))
+    ref = linear_attention(q, k, v, causal=True)
+    assert ((triton_linear(q, k, v) - ref).norm() / ref.norm()).item() < 1e-5
+    assert ((triton_linear(q, k, v, final_state=True) - ref).norm() / ref.norm()).item() < 1e-5
+    ref = momentum_attention(q, k, v, beta=0.6, causal=True)
+    out = triton_momentum(q, k, v, beta=0.6, final_state=True)
+    assert ((out - ref).norm() / ref.norm()).item() < 1e-5
+
+
+def test_methods_that_cannot_run_here_are_refused_up_front(monkeypatch):
+    monkeypatch.setenv("LRA_KIT_TRITON", "0")
+    with pytest.raises(ValueError, match="Triton"):
+        run([32], device="cpu", methods=["sdpa_causal", "linear_triton"], progress=False)
+    with pytest.raises(ValueError, match="flash-linear-attention"):
+        run([32], device="cpu", methods=["sdpa_causal", "fla_linear"], progress=False)

@@ -1,4 +1,4 @@
-"""Timing (median of repeats) and peak memory of a callable, on CPU or CUDA.
+"""Peak memory of a callable, on CPU or CUDA (timing: :mod:`lra_kit.bench.timing`).
 
 Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Linux) from the
 process's resident-set high-water mark, reset before each measurement through
@@ -12,31 +12,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import re
-import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def interleaved_times(fns: dict, device: torch.device, *, repeats: int = 5, warmup: int = 1) -> dict:
-    """Seconds of each ``fns[name]()`` over ``repeats`` rounds; each round runs every callable once."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    _sync(device)
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            _sync(device)
-            times[name].append(time.perf_counter() - start)
-    return times
+from lra_kit.bench.timing import synchronize
 
 
 def _proc_status_kib(key: str) -> int:
@@ -73,14 +53,14 @@ def cpu_peak_supported() -> bool:
         return False
 
 
-def peak_memory(fn: Callable[[], object], device: torch.device) -> Optional[int]:
+def peak_memory(fn: Callable[[], object], device: torch.device) -> int | None:
     """Bytes of memory ``fn()`` needed above what was in use when it started (None if unmeasurable)."""
     if device.type == "cuda":
-        _sync(device)
+        synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         before = torch.cuda.memory_allocated(device)
         fn()
-        _sync(device)
+        synchronize(device)
         return torch.cuda.max_memory_allocated(device) - before
     if not cpu_peak_supported():
         return None

@@ -1,0 +1,233 @@
+"""The weighted causal product on the GPU: host side of the Triton kernels, and its autograd.
+
+Same operation as :func:`lra_kit.attention.causal_product.causal_product`,
+
+    out_i = Σ_{j≤i} u(i−j) (q_i·k_j) v_j,        u(x) = (1 − β^{x+1}) / (1 − β),
+
+(Katharopoulos et al. eq. 9 at β = 0; the numerator of Nguyen et al. eq. 13 at β > 0), with the
+recurrent state made explicit. After position t the state is the pair
+
+    s_t = Σ_{j≤t} u(t−j) k_j v_jᵀ,        d_t = Σ_{j≤t} β^{t−j} k_j v_jᵀ,
+
+the heavy-ball states of eq. 12 with γ = 1 (d_t = −m_t, s_t = s_{t−1} + d_t), and it reaches a
+later query through Σ_{j≤t} u(i−j) k_j v_jᵀ = s_t + β·u(i−t−1)·d_t. ``initial_state=(s, d)``
+starts the sequence from such a pair (a prompt already processed) and ``output_final_state``
+returns the pair after the last position, in float32.
+
+Backward. With g = ∂L/∂out, the adjoint of the state pair at a chunk boundary t is
+ŝ_t = Σ_{i>t} q_i g_iᵀ and d̂_t = Σ_{i>t} β·u(i−t−1) q_i g_iᵀ (plus the gradients of the final
+state, which start the recursion); then ∇k_j and ∇v_j are the weighted products of eqs. 14–15
+backward in time and ∇q_i that of eq. 13 forward in time (module docstring of
+:mod:`lra_kit.attention.causal_product`), and the adjoint at the start is the gradient of
+``initial_state``. Only q, k, v (and the initial state) are saved; the boundary states are
+recomputed.
+
+Non-causal linear attention is two matrix products, φ(K)ᵀV then φ(Q)·(φ(K)ᵀV), which cuBLAS
+already runs at the hardware's rate; it has no Triton kernel here.
+"""
+from __future__ import annotations
+
+import torch
+
+from lra_kit.attention.causal_product import momentum_lag_weights
+from lra_kit.attention.triton import SUPPORTED_DTYPES
+DEFAULT_CHUNK_SIZE = 64
+
+
+def lag_tables(beta: float, chunk_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """u(x) for x = −1 … C (index x + 1) and βˣ for x = 0 … C, computed in float64, stored in float32."""
+    lags = torch.arange(-1, chunk_size + 1, dtype=torch.float64)
+    u = momentum_lag_weights(lags, beta)
+    p = torch.tensor([beta**x for x in range(chunk_size + 1)], dtype=torch.float64)
+    return u.to(device, torch.float32), p.to(device, torch.float32)
+
+
+def _block(n: int, cap: int) -> int:
+    # tl.dot needs every block dimension ≥ 16 and a power of two.
+    return max(16, min(cap, 1 << max(0, n - 1).bit_length()))
+
+
+def output_warps(BX: int, BZ: int) -> int:
+    """Warps of chunk_output_kernel: with 64 × 64 tiles or larger, 4 warps spill registers on sm_90
+    (ptxas -v on the compiled kernel); 8 do not."""
+    return 8 if BX * BZ >= 64 * 64 else 4
+
+
+class _Launch:
+    """Shapes, tables and launch parameters shared by the forward and backward passes."""
+
+    def __init__(self, q: torch.Tensor, v: torch.Tensor, beta: float, chunk_size: int):
+        self.BH = q.shape[0] * q.shape[1]
+        self.N, self.D, self.M = q.shape[2], q.shape[3], v.shape[3]
+        self.C, self.beta = chunk_size, beta
+        self.NC = -(-self.N // chunk_size)
+        self.u, self.p = lag_tables(beta, chunk_size, q.device)
+        # float32 inputs get true float32 products; bf16/fp16 inputs (states still in float32) may use TF32.
+        self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
+
+    def flat(self, t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(self.BH, self.N, t.shape[-1]).contiguous()
+
+    def states(self, x, y, *, reverse: bool, init=None, use_d: bool, store_last: bool):
+        """Boundary states (BH, NC, DX, DY) of Σ xᵀy, and the state after the last chunk if asked."""
+        from lra_kit.attention.triton.kernels import chunk_states_kernel
+
+        DX, DY = x.shape[-1], y.shape[-1]
+        s = x.new_empty(self.BH, self.NC, DX, DY, dtype=torch.float32)
+        d = torch.empty_like(s) if use_d else s
+        if store_last:
+            s_last, d_last = (torch.empty(self.BH, DX, DY, device=x.device, dtype=torch.float32) for _ in range(2))
+        else:  # unused by the kernel; any float32 pointer will do
+            s_last = d_last = s
+        s_init, d_init = init if init is not None else (s, s)
+        # 32 × 32 state tiles: this pass is sequential over chunks, so its parallelism is BH·(DX/32)·(DY/32).
+        BX, BY = _block(DX, 32), _block(DY, 32)
+        grid = (self.BH, -(-DX // BX), -(-DY // BY))
+        chunk_states_kernel[grid](
+            x, y, s, d, s_init, d_init, s_last, d_last, self.u, self.p, self.beta,
+            self.N, DX, DY, self.NC,
+            C=self.C, BX=BX, BY=BY, REVERSE=reverse, HAS_INIT=init is not None, STORE_LAST=store_last,
+            USE_D=use_d, PRECISION=self.precision,
+        )
+        return s, d, (s_last, d_last) if store_last else None
+
+    def output(self, x, y, z, s, d, *, reverse: bool, transpose_state: bool, use_d: bool, out_dtype):
+        """The weighted product of chunk_output_kernel; the state is read as (x-dim, z-dim) or transposed."""
+        from lra_kit.attention.triton.kernels import chunk_output_kernel
+
+        DX, DZ = x.shape[-1], z.shape[-1]
+        out = torch.empty(self.BH, self.N, DZ, device=x.device, dtype=out_dtype)
+        bh_stride, chunk_stride, rows, cols = s.stride()
+        stride_x, stride_z = (cols, rows) if transpose_state else (rows, cols)
+        BX, BZ = _block(DX, 1 << 30), _block(DZ, 128)  # one column block up to 128 (e.g. [v, 1] of width 65)
+        grid = (self.BH, self.NC, -(-DZ // BZ))
+        chunk_output_kernel[grid](
+            x, y, z, s, d, out, self.u, self.p, self.beta,
+            self.N, DX, DZ, self.NC, bh_stride, chunk_stride, stride_x, stride_z,
+            C=self.C, BX=BX, BZ=BZ, REVERSE=reverse, USE_D=use_d, PRECISION=self.precision,
+            num_warps=output_warps(BX, BZ),
+        )
+        return out
+
+
+class TritonCausalProduct(torch.autograd.Function):
+    """out, (s_T, d_T) = weighted causal product; backward = the adjoint recursion of the module docstring."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state):
+        run = _Launch(q, v, beta, chunk_size)
+        qf, kf, vf = run.flat(q), run.flat(k), run.flat(v)
+        init = None if s0 is None else (_flat_state(s0, run), _flat_state(d0, run))
+        use_d = beta > 0.0
+        s, d, last = run.states(kf, vf, reverse=False, init=init, use_d=use_d or output_final_state,
+                                store_last=output_final_state)
+        out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, use_d=use_d, out_dtype=v.dtype)
+        ctx.save_for_backward(q, k, v, *(init or ()))
+        ctx.beta, ctx.chunk_size, ctx.has_init = beta, chunk_size, init is not None
+        ctx.output_final_state = output_final_state
+        ctx.state_dtypes = None if s0 is None else (s0.dtype, d0.dtype)
+        ctx.set_materialize_grads(False)  # None, not zeros, for an output the loss does not use
+        out = out.view(v.shape)
+        if not output_final_state:
+            return out
+        B, H = q.shape[:2]
+        return out, last[0].view(B, H, run.D, run.M), last[1].view(B, H, run.D, run.M)
+
+    @staticmethod
+    def backward(ctx, grad, *grad_final):
+        q, k, v, *init = ctx.saved_tensors
+        beta = ctx.beta
+        run = _Launch(q, v, beta, ctx.chunk_size)
+        grad = torch.zeros_like(v) if grad is None else grad
+        qf, kf, vf, gf = run.flat(q), run.flat(k), run.flat(v), run.flat(grad.to(v.dtype))
+        use_d = beta > 0.0
+        dq = dk = dv = ds0 = dd0 = None
+        if ctx.needs_input_grad[0]:
+            s, d, _ = run.states(kf, vf, reverse=False, init=tuple(init) or None, use_d=use_d, store_last=False)
+            dq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, use_d=use_d, out_dtype=q.dtype)
+        needs_init = ctx.has_init and any(ctx.needs_input_grad[3:5])
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] or needs_init:
+            adjoint_init, use_final_d = None, False
+            if ctx.output_final_state and any(g is not None for g in grad_final):
+                ds_T, dd_T = (torch.zeros(run.BH, run.D, run.M, device=q.device) if g is None
+                              else g.reshape(run.BH, run.D, run.M).float().contiguous() for g in grad_final)
+                adjoint_init, use_final_d = (ds_T, dd_T), grad_final[1] is not None
+            use_adj_d = use_d or use_final_d
+            s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, use_d=use_adj_d, store_last=needs_init)
+            if ctx.needs_input_grad[1]:
+                dk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, use_d=use_adj_d,
+                                out_dtype=k.dtype)
+            if ctx.needs_input_grad[2]:
+                dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, use_d=use_adj_d,
+                                out_dtype=v.dtype)
+            if needs_init:
+                B, H = q.shape[:2]
+                ds0 = first[0].view(B, H, run.D, run.M).to(ctx.state_dtypes[0])
+                dd0 = first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1])
+        return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None
+
+
+def _as(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
+    return None if t is None else t.view(like.shape)
+
+
+def _flat_state(t: torch.Tensor, run: _Launch) -> torch.Tensor:
+    return t.reshape(run.BH, run.D, run.M).to(torch.float32).contiguous()
+
+
+def _check(q, k, v, beta, initial_state, chunk_size) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise ValueError(f"{name} must be a tensor of shape (batch, heads, length, dim)")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"{name} must be float32, bfloat16 or float16 for the Triton path, got {t.dtype}")
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}")
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"v must be (batch, heads, length, dim_v) like k, got {tuple(v.shape)} and {tuple(k.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError("q, k, v must be on the same device")
+    if q.shape[2] < 1:
+        raise ValueError("sequences must have length >= 1")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0.0 <= beta < 1.0:
+        raise ValueError(f"beta must be a float in [0, 1), got {beta!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 16 or chunk_size & (chunk_size - 1):
+        raise ValueError(f"chunk_size must be a power of two >= 16, got {chunk_size!r}")
+    if initial_state is not None:
+        if not (isinstance(initial_state, (tuple, list)) and len(initial_state) == 2):
+            raise TypeError("initial_state must be a pair (s, d) of tensors")
+        want = (*q.shape[:2], q.shape[3], v.shape[3])
+        for name, t in zip(("s", "d"), initial_state):
+            if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
+                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"initial_state {name} must have shape (batch, heads, dim, dim_v) = {want}, got {got}")
+            if t.device != q.device:
+                raise ValueError(f"initial_state {name} must be on {q.device}, got {t.device}")
+
+
+def triton_causal_product(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: float = 0.0,
+    initial_state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    output_final_state: bool = False,
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j (+ q_i·(s + β·u(i)·d) from ``initial_state=(s, d)``), in Triton.
+
+    ``q, k`` are feature-mapped (batch, heads, length, dim), ``v`` is (batch, heads, length, dim_v);
+    float32, bfloat16 or float16, states accumulated in float32. Returns ``out`` (dtype of ``v``),
+    or ``(out, (s, d))`` with the float32 final state when ``output_final_state``. Differentiable in
+    q, k, v, the initial state and the final state; O(length) memory.
+    """
+    _check(q, k, v, beta, initial_state, chunk_size)
+    s0, d0 = initial_state if initial_state is not None else (None, None)
+    result = TritonCausalProduct.apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state))
+    if output_final_state:
+        out, s, d = result
+        return out, (s, d)
+    return result

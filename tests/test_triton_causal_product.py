@@ -1,0 +1,261 @@
+"""The Triton causal product against the heavy-ball recurrence in float64 (Nguyen et al. eq. 12, γ = 1).
+
+Without a GPU the kernels run under Triton's interpreter on CPU tensors (LRA_KIT_TRITON=interpret),
+at tiny sizes; with one they run compiled on CUDA. Skipped when Triton is not installed.
+"""
+import importlib.util
+
+import pytest
+import torch
+
+if importlib.util.find_spec("triton") is None:
+    pytest.skip("Triton is not installed", allow_module_level=True)
+
+from lra_kit.attention.causal_product import causal_product
+from lra_kit.attention.triton import available, triton_causal_product
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+CHUNK = 16
+BETAS = [0.0, 0.6, 0.99]
+
+
+@pytest.fixture(autouse=True)
+def _triton_mode(monkeypatch):
+    if DEVICE == "cpu":
+        monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def heavy_ball(q, k, v, beta, s=None, d=None):
+    """out_t = q_t s_t with d_t = β d_{t−1} + k_t v_tᵀ, s_t = s_{t−1} + d_t (eq. 12 with m = −d, γ = 1)."""
+    B, H, N, D = q.shape
+    s = q.new_zeros(B, H, D, v.shape[-1]) if s is None else s
+    d = torch.zeros_like(s) if d is None else d
+    outs = []
+    for t in range(N):
+        d = beta * d + k[:, :, t, :, None] * v[:, :, t, None, :]
+        s = s + d
+        outs.append(torch.einsum("bhd,bhdm->bhm", q[:, :, t], s))
+    return torch.stack(outs, dim=2), s, d
+
+
+def rel_rms(a, b):
+    """‖a − b‖ / ‖b‖, or ‖a‖ when b is exactly zero (e.g. the gradient of d0 at β = 0)."""
+    a, b = (t.detach().double().cpu() for t in (a, b))
+    scale = b.norm().item()
+    return ((a - b).norm() / scale).item() if scale > 0 else a.norm().item()
+
+
+def inputs(N, D=8, M=12, B=1, H=2, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    # feature-mapped q, k are positive (elu + 1); v and the upstream gradient are signed
+    q, k = (torch.rand(B, H, N, D, generator=gen, dtype=torch.float64) for _ in range(2))
+    v, g = (torch.randn(B, H, N, M, generator=gen, dtype=torch.float64) for _ in range(2))
+    return q, k, v, g
+
+
+def on_device(*ts, dtype=torch.float32):
+    return [t.detach().to(DEVICE, dtype).requires_grad_() for t in ts]
+
+
+@pytest.mark.parametrize("beta", BETAS)
+@pytest.mark.parametrize("N", [1, 16, 45])
+def test_forward_matches_recurrence(beta, N):
+    q, k, v, _ = inputs(N)
+    ref, _, _ = heavy_ball(q, k, v, beta)
+    out = triton_causal_product(*on_device(q, k, v), beta, chunk_size=CHUNK)
+    assert out.shape == v.shape and out.dtype == torch.float32
+    assert rel_rms(out, ref) < 1e-6
+
+
+@pytest.mark.parametrize("beta", BETAS)
+def test_gradients_match_recurrence(beta):
+    q, k, v, g = inputs(45, seed=1)
+    qd, kd, vd = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = torch.autograd.grad((heavy_ball(qd, kd, vd, beta)[0] * g).sum(), (qd, kd, vd))
+    qt, kt, vt = on_device(q, k, v)
+    out = triton_causal_product(qt, kt, vt, beta, chunk_size=CHUNK)
+    grads = torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt))
+    for name, a, b in zip("qkv", grads, ref):
+        assert rel_rms(a, b) < 1e-5, name
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.6])
+def test_initial_and_final_state(beta):
+    """Outputs, the final pair (s, d) and the gradients of a loss that reads all of them, initial state included."""
+    q, k, v, g = inputs(37, seed=2)
+    gen = torch.Generator().manual_seed(3)
+    s0, d0, a, b = (torch.rand(1, 2, 8, 12, generator=gen, dtype=torch.float64) for _ in range(4))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v, s0, d0)]
+    out, s, d = heavy_ball(*leaves[:3], beta, leaves[3], leaves[4])
+    ref_grads = torch.autograd.grad((out * g).sum() + (s * a).sum() + (d * b).sum(), leaves)
+
+    dev = on_device(q, k, v, s0, d0)
+    out_t, (s_t, d_t) = triton_causal_product(*dev[:3], beta, (dev[3], dev[4]), True, chunk_size=CHUNK)
+    assert s_t.dtype == torch.float32 and s_t.shape == (1, 2, 8, 12)
+    for got, want in ((out_t, out), (s_t, s), (d_t, d)):
+        assert rel_rms(got, want) < 1e-6
+    loss = (out_t * g.to(out_t)).sum() + (s_t * a.to(s_t)).sum() + (d_t * b.to(d_t)).sum()
+    for name, got, want in zip(["q", "k", "v", "s0", "d0"], torch.autograd.grad(loss, dev), ref_grads):
+        assert rel_rms(got, want) < 1e-5, name
+
+
+def test_prompt_then_continuation_equals_whole_sequence():
+    """Processing a prompt, keeping (s, d), then the rest = processing everything at once (prefill semantics)."""
+    q, k, v, _ = inputs(50, seed=4)
+    q, k, v = (t.to(DEVICE, torch.float32) for t in (q, k, v))
+    whole = triton_causal_product(q, k, v, 0.9, chunk_size=CHUNK)
+    head, state = triton_causal_product(q[:, :, :21], k[:, :, :21], v[:, :, :21], 0.9, None, True, chunk_size=CHUNK)
+    tail = triton_causal_product(q[:, :, 21:], k[:, :, 21:], v[:, :, 21:], 0.9, state, chunk_size=CHUNK)
+    assert rel_rms(torch.cat([head, tail], dim=2), whole.double()) < 1e-6
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_inputs_keep_float32_states(dtype):
+    q, k, v, g = inputs(45, seed=5)
+    q16, k16, v16 = (t.to(dtype).double() for t in (q, k, v))  # the oracle sees the rounded inputs
+    qd, kd, vd = (t.clone().requires_grad_() for t in (q16, k16, v16))
+    ref = heavy_ball(qd, kd, vd, 0.99)[0]
+    ref_grads = torch.autograd.grad((ref * g).sum(), (qd, kd, vd))
+    qt, kt, vt = on_device(q, k, v, dtype=dtype)
+    out = triton_causal_product(qt, kt, vt, 0.99, chunk_size=CHUNK)
+    assert out.dtype == dtype
+    assert rel_rms(out, ref) < 1e-2  # the output's own rounding (8-bit mantissa in bf16) dominates
+    for a, b in zip(torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads):
+        assert a.dtype == dtype and rel_rms(a, b) < 1e-2
+
+
+def test_wide_heads_split_into_several_state_and_column_blocks():
+    """dim 40 and dim_v 150: several 32-wide state tiles and two output column blocks, none of them full."""
+    q, k, v, g = inputs(35, D=40, M=150, H=1, seed=8)
+    qd, kd, vd = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = heavy_ball(qd, kd, vd, 0.9)[0]
+    ref_grads = torch.autograd.grad((ref * g).sum(), (qd, kd, vd))
+    qt, kt, vt = on_device(q, k, v)
+    out = triton_causal_product(qt, kt, vt, 0.9, chunk_size=CHUNK)
+    assert rel_rms(out, ref) < 1e-6
+    for name, a, b in zip("qkv", torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads):
+        assert rel_rms(a, b) < 1e-5, name
+
+
+def test_agrees_with_the_pytorch_path_at_chunk_32():
+    q, k, v, _ = inputs(70, D=16, M=16, seed=6)
+    ref = causal_product(q, k, v, beta=0.6)
+    out = triton_causal_product(*(t.to(DEVICE, torch.float32) for t in (q, k, v)), 0.6, chunk_size=32)
+    assert rel_rms(out, ref) < 1e-6
+
+
+def test_available(monkeypatch):
+    cpu = torch.zeros(1)
+    assert available(cpu)  # the interpreter (or a GPU machine's interpreter flag) is on in this module
+    assert not available(cpu.double())  # float64 stays on the PyTorch path
+    monkeypatch.setenv("LRA_KIT_TRITON", "0")
+    assert not available(cpu)
+    monkeypatch.setenv("LRA_KIT_TRITON", "auto")
+    assert not available(cpu)
+    monkeypatch.setenv("LRA_KIT_TRITON", "sometimes")
+    with pytest.raises(ValueError, match="LRA_KIT_TRITON"):
+        available(cpu)
+
+
+def test_bad_input_is_rejected_before_any_work():
+    q, k, v, _ = inputs(8)
+    q, k, v = (t.float() for t in (q, k, v))
+    with pytest.raises(ValueError, match="beta"):
+        triton_causal_product(q, k, v, 1.0)
+    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
+        triton_causal_product(q.double(), k.double(), v.double(), 0.5)
+    with pytest.raises(ValueError, match="chunk_size"):
+        triton_causal_product(q, k, v, 0.5, chunk_size=24)
+    with pytest.raises(ValueError, match="initial_state s"):
+        triton_causal_product(q, k, v, 0.5, (torch.zeros(1, 2, 12, 8), torch.zeros(1, 2, 12, 8)))
+    with pytest.raises(TypeError, match="pair"):
+        triton_causal_product(q, k, v, 0.5, torch.zeros(1, 2, 8, 12))
+    with pytest.raises(ValueError, match="same shape"):
+        triton_causal_product(q, k[..., :4], v, 0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("beta", [0.0, 0.9])
+def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
+    gen = torch.Generator().manual_seed(7)
+    q, k = (torch.rand(2, 4, 4099, 64, generator=gen) for _ in range(2))
+    v, g = (torch.randn(2, 4, 4099, 64, generator=gen) for _ in range(2))
+    leaves = [t.cuda().requires_grad_() for t in (q, k, v)]
+    ref = causal_product(*leaves, beta=beta)
+    ref_grads = torch.autograd.grad((ref * g.cuda()).sum(), leaves)
+    fast = [t.detach().cuda().bfloat16().requires_grad_() for t in (q, k, v)]
+    out = triton_causal_product(*fast, beta)
+    assert rel_rms(out, ref) < 2e-2
+    for a, b in zip(torch.autograd.grad((out * g.cuda().bfloat16()).sum(), fast), ref_grads):
+        assert rel_rms(a, b) < 5e-2
+
+
+def _compiled_kernels(monkeypatch):
+    """A fresh copy of the kernels module with Triton's interpreter off (this module may have turned it on)."""
+    import lra_kit.attention.triton.kernels as interpreted
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    spec = importlib.util.spec_from_file_location("lra_kit_triton_kernels_compiled", interpreted.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compile_for_hopper(kernel, input_dtype: str, **constexprs):
+    """Compile a kernel to a cubin for sm_90 without a GPU (Triton ships its NVIDIA backend and ptxas):
+    catches what the interpreter forgives — types, scoping, layouts — before any GPU run."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    if "nvidia" not in triton.backends.backends:
+        pytest.skip("this Triton has no NVIDIA backend")
+    io = {"x_ptr", "y_ptr", "z_ptr", "out_ptr"}
+    signature = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            signature[name] = "constexpr"
+        elif name.endswith("_ptr"):
+            signature[name] = f"*{input_dtype}" if name in io else "*fp32"
+        else:
+            signature[name] = "fp32" if name == "beta" else "i32"
+    num_warps = constexprs.pop("num_warps", 4)
+    return triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps})
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_states_kernel_compiles_for_sm90(reverse, monkeypatch):
+    kernels = _compiled_kernels(monkeypatch)
+    compiled = _compile_for_hopper(kernels.chunk_states_kernel, "bf16", C=64, BX=32, BY=32, REVERSE=reverse,
+                                   HAS_INIT=True, STORE_LAST=True, USE_D=True, PRECISION="tf32")
+    assert "chunk_states_kernel" in compiled.asm["ptx"]
+
+
+@pytest.mark.parametrize("reverse, use_d, dtype", [(False, False, "bf16"), (False, True, "fp32"),
+                                                   (True, True, "bf16")])
+def test_output_kernel_compiles_for_sm90(reverse, use_d, dtype, monkeypatch):
+    from lra_kit.attention.triton.causal_product import output_warps
+
+    kernels = _compiled_kernels(monkeypatch)
+    compiled = _compile_for_hopper(kernels.chunk_output_kernel, dtype, C=64, BX=64, BZ=64, REVERSE=reverse, USE_D=use_d,
+                                   PRECISION="tf32" if dtype == "bf16" else "ieee", num_warps=output_warps(64, 64))
+    assert "chunk_output_kernel" in compiled.asm["ptx"]
+
+
+def test_positive_coefficients_keep_float32_accurate_where_a_composed_difference_does_not():
+    """At β = 0.999, (Σ qk v − β·Σ β^{i−j} qk v)/(1 − β) cancels about three digits in float32;
+    carrying (s, d) with positive coefficients does not."""
+    beta = 0.999
+    q, k, v, _ = inputs(64, seed=9)
+    ref = heavy_ball(q, k, v, beta)[0]
+    q32, k32, v32 = (t.float() for t in (q, k, v))
+    scores = (q32 @ k32.transpose(-1, -2)).tril()
+    lag = torch.arange(64)[:, None] - torch.arange(64)[None, :]
+    decay = torch.where(lag >= 0, torch.tensor(beta) ** lag.clamp(min=0).float(), torch.zeros(()))
+    composed = (scores @ v32 - beta * ((scores * decay) @ v32)) / (1 - beta)
+    ours = triton_causal_product(*(t.to(DEVICE) for t in (q32, k32, v32)), beta, chunk_size=CHUNK)
+    assert rel_rms(ours, ref) < 1e-6
+    assert rel_rms(composed, ref) > 30 * rel_rms(ours, ref)
