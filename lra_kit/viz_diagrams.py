@@ -62,7 +62,7 @@ def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4) -> matplotlib.fi
     side.set_ylim(0, 1)
     side.add_patch(Polygon([(0.02, 0.92), (0.02, 0.80), (0.14, 0.80)], facecolor=intra, alpha=0.85))
     side.text(0.18, 0.86, "intra-chunk: masked $T\\times T$ product\n"
-              "$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M)V_{[b]}$", va="center", fontsize=9)
+              "$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M_T)V_{[b]}$", va="center", fontsize=9)
     side.add_patch(Rectangle((0.02, 0.55), 0.12, 0.12, facecolor=inter, alpha=0.35))
     side.text(0.18, 0.61, "inter-chunk: never formed; its sum\nreaches the chunk as $\\phi(Q_{[b]})\\,S_{bT}$",
               va="center", fontsize=9)
