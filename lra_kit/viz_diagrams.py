@@ -1,0 +1,164 @@
+"""Diagrams of the book, drawn from code as vector graphics (SVG).
+
+Each ``draw_*`` function returns a matplotlib figure of a fixed, column-sized shape; ``svg`` turns
+a figure into an inline SVG object for a notebook cell, so the diagram stays sharp at any zoom.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib.figure
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
+
+__all__ = ["svg", "draw_chunk_tiling", "draw_kernel_trick_shapes", "draw_unrolled_recurrence", "draw_luna_streams"]
+
+
+def svg(fig: matplotlib.figure.Figure):
+    """The figure as an IPython SVG display object (vector graphics), and the figure closed."""
+    from IPython.display import SVG
+
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    return SVG(buffer.getvalue())
+
+
+def _check_positive_int(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4) -> matplotlib.figure.Figure:
+    """The (query i, key j) plane of causal attention cut into n_chunks × n_chunks tiles.
+
+    Diagonal tiles: a masked T × T product (the intra-chunk part). Tiles below the diagonal are never
+    formed: their total reaches the queries through the state at the start of the query's chunk.
+    """
+    _check_positive_int("n_chunks", n_chunks)
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(width, width * 0.5), width_ratios=[1, 1.05])
+    intra, inter = "#4C72B0", "#DD8452"
+    for b in range(n_chunks):  # b: query chunk (row), counted from the top
+        y = n_chunks - 1 - b
+        for a in range(b):     # key chunks before the query chunk: reached through the state S
+            ax.add_patch(Rectangle((a, y), 1, 1, facecolor=inter, alpha=0.35, edgecolor="white", lw=2))
+        ax.add_patch(Polygon([(b, y + 1), (b, y), (b + 1, y)], closed=True, facecolor=intra, alpha=0.85,
+                             edgecolor="white", lw=0.5))
+        ax.add_patch(Rectangle((b, y), 1, 1, fill=False, edgecolor=intra, lw=1.2))
+        label = "$S_0 = 0$" if b == 0 else (f"$S_{{{b}T}}$" if b > 1 else "$S_T$")
+        ax.text(-0.15, y + 0.5, label, ha="right", va="center", fontsize=10, color=inter)
+    ax.set_xlim(-1.2, n_chunks)
+    ax.set_ylim(0, n_chunks + 0.05)
+    ax.set_aspect("equal")
+    ax.set_xticks([a + 0.5 for a in range(n_chunks)], [f"keys {a + 1}" for a in range(n_chunks)], fontsize=8)
+    ax.set_yticks([])
+    ax.set_title("query chunk (row) × key chunk (column)", fontsize=9)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+    side.axis("off")
+    side.set_xlim(0, 1)
+    side.set_ylim(0, 1)
+    side.add_patch(Polygon([(0.02, 0.92), (0.02, 0.80), (0.14, 0.80)], facecolor=intra, alpha=0.85))
+    side.text(0.18, 0.86, "intra-chunk: masked $T\\times T$ product\n"
+              "$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M_T)V_{[b]}$", va="center", fontsize=9)
+    side.add_patch(Rectangle((0.02, 0.55), 0.12, 0.12, facecolor=inter, alpha=0.35))
+    side.text(0.18, 0.61, "inter-chunk: never formed; its sum\nreaches the chunk as $\\phi(Q_{[b]})\\,S_{bT}$",
+              va="center", fontsize=9)
+    side.text(0.02, 0.30, "state update per chunk:\n$S_{(b+1)T} = S_{bT} + \\phi(K_{[b]})^\\top V_{[b]}$",
+              va="center", fontsize=9)
+    side.text(0.02, 0.08, "$T = 1$: the RNN.   $T = N$: the masked\n$N\\times N$ matrix.", va="center", fontsize=9)
+    return fig
+
+
+def _box(ax, x, y, w, h, label, color, fontsize=9):
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, alpha=0.3, edgecolor=color, lw=1.2))
+    ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=fontsize)
+
+
+def draw_kernel_trick_shapes(n: int = 8, c: int = 3, m: int = 2, *, width: float = 6.4) -> matplotlib.figure.Figure:
+    """Shapes of eq. 6: (φ(Q)φ(K)ᵀ)V with an N × N intermediate against φ(Q)(φ(K)ᵀV) with a C × M one."""
+    for name, value in (("n", n), ("c", c), ("m", m)):
+        _check_positive_int(name, value)
+    fig, ax = plt.subplots(figsize=(width, width * 0.62))
+    blue, orange, green, grey = "#4C72B0", "#DD8452", "#55A868", "#8172B2"
+    u, gap = 0.3, 0.35  # drawing units per row/column, space between factors
+
+    def row(y, items, caption):
+        """Draw factors left to right, bottom-aligned at y; items: (cols, rows, label, colour) or a string."""
+        x = 0.0
+        ax.text(0, y + n * u + 0.3, caption, fontsize=10)
+        for item in items:
+            if isinstance(item, str):
+                ax.text(x, y + n * u / 2, item, fontsize=10 if len(item) < 3 else 9, va="center")
+                x += gap + (0.15 if len(item) < 3 else 0.12 * len(item))
+                continue
+            cols, rows, label, color = item
+            _box(ax, x, y + (n - rows) * u, cols * u, rows * u, label, color, 8)
+            x += cols * u + gap
+        return x
+
+    x_left = row(4.0, [(c, n, "$N{\\times}C$", blue), (n, c, "$C{\\times}N$", blue), "=",
+                       (n, n, "$N{\\times}N$\nstored", orange), (m, n, "$V$", green), "cost $N^2(C+M)$"],
+                 "left side:  $(\\phi(Q)\\,\\phi(K)^\\top)\\,V$")
+    x_right = row(0.3, [(n, c, "$\\phi(K)^\\top$", blue), (m, n, "$V$", green), "=", (m, c, "", grey),
+                        "stored $C{\\times}M$;", (c, n, "$\\phi(Q)$", blue), "cost $2NCM$"],
+                  "right side:  $\\phi(Q)\\,(\\phi(K)^\\top V)$")
+    ax.set_xlim(-0.1, max(x_left, x_right) + 0.6)
+    ax.set_ylim(0.1, 4.0 + n * u + 0.7)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def draw_unrolled_recurrence(steps: int = 4, *, width: float = 6.4) -> matplotlib.figure.Figure:
+    """Eqs. 16–20 unrolled: the states (s_i, z_i) carried from step to step, one input and output per step."""
+    _check_positive_int("steps", steps)
+    fig, ax = plt.subplots(figsize=(width, width * 0.36))
+    state, io_color = "#DD8452", "#4C72B0"
+    for i in range(steps + 1):
+        x = 1.6 * i
+        ax.add_patch(Rectangle((x, 1.0), 0.9, 0.8, facecolor=state, alpha=0.35, edgecolor=state))
+        ax.text(x + 0.45, 1.4, f"$s_{{{i}}}, z_{{{i}}}$", ha="center", va="center")
+        if i < steps:
+            ax.add_patch(FancyArrowPatch((x + 0.9, 1.4), (x + 1.6, 1.4), arrowstyle="-|>", mutation_scale=12))
+            xm = x + 1.25
+            ax.text(xm, 0.15, f"$x_{{{i + 1}}}$", ha="center", color=io_color)
+            ax.add_patch(FancyArrowPatch((xm, 0.4), (xm, 1.33), arrowstyle="-|>", mutation_scale=10, color=io_color))
+            ax.add_patch(FancyArrowPatch((x + 2.05, 1.8), (x + 2.05, 2.5), arrowstyle="-|>", mutation_scale=10,
+                                         color=io_color))
+            ax.text(x + 2.05, 2.65, f"$y_{{{i + 1}}}$", ha="center", color=io_color)
+    ax.text(0.45, 0.7, "$= 0$", ha="center", fontsize=9)
+    ax.set_xlim(-0.2, 1.6 * steps + 1.1)
+    ax.set_ylim(0, 3.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def draw_luna_streams(*, width: float = 6.4) -> matplotlib.figure.Figure:
+    """One Luna layer (Ma et al. Fig. 2): the two streams X (length n) and P (length l) through pack and unpack."""
+    fig, ax = plt.subplots(figsize=(width, width * 0.5))
+    x_col, p_col, op_col = "#4C72B0", "#DD8452", "#55A868"
+    _box(ax, 0.0, 0.3, 1.2, 0.5, "$X$ ($n{\\times}d$)", x_col)
+    _box(ax, 0.0, 2.3, 1.2, 0.5, "$P$ ($l{\\times}d$)", p_col)
+    _box(ax, 2.0, 2.2, 1.6, 0.7, "pack\n$\\mathrm{Attn}(P, X)$", op_col)
+    _box(ax, 4.4, 0.2, 1.6, 0.7, "unpack\n$\\mathrm{Attn}(X, Y_P)$", op_col)
+    _box(ax, 7.0, 0.3, 1.5, 0.5, "$Y_X$ ($n{\\times}d$)", x_col)
+    _box(ax, 7.0, 2.3, 1.5, 0.5, "$Y_P$ ($l{\\times}d$)", p_col)
+    arrows = [((1.2, 2.55), (2.0, 2.55), p_col), ((1.2, 0.55), (2.0, 2.35), x_col),
+              ((3.6, 2.55), (7.0, 2.55), p_col), ((3.6, 2.35), (4.4, 0.85), p_col),
+              ((1.2, 0.45), (4.4, 0.45), x_col), ((6.0, 0.55), (7.0, 0.55), x_col)]
+    for start, end, color in arrows:
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color, lw=1.3))
+    ax.text(1.35, 1.45, "keys,\nvalues", fontsize=8, color=x_col, ha="right")
+    ax.text(4.15, 1.6, "keys,\nvalues", fontsize=8, color=p_col, ha="left")
+    ax.text(2.8, 0.28, "queries", fontsize=8, color=x_col, ha="center")
+    ax.text(5.3, 2.68, "to the next layer's $P$", fontsize=8, color=p_col, ha="center")
+    ax.text(1.6, 2.68, "queries", fontsize=8, color=p_col, ha="center")
+    ax.set_xlim(-0.1, 8.6)
+    ax.set_ylim(0, 3.1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
