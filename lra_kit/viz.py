@@ -348,7 +348,9 @@ def _widget_html(kind: str, data: dict, sliders: list[tuple], readouts: list[tup
 # Shared JavaScript: a minimal SVG plotter (axes with ticks, bars, lines), strings only, so that the
 # page never needs a namespace URL or a library.
 _JS_PLOT = r"""
-function fmt(x, d) { return (Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-3 && x !== 0)) ? x.toExponential(2) : x.toFixed(d); }
+function fmt(x, d) {
+  return (Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-3 && x !== 0)) ? x.toExponential(2) : x.toFixed(d);
+}
 function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;"); }
 function Panel(x, y, w, h, xlo, xhi, ylo, yhi, logy) {
   this.x = x; this.y = y; this.w = w; this.h = h; this.xlo = xlo; this.xhi = xhi; this.logy = !!logy;
@@ -362,8 +364,8 @@ Panel.prototype.Y = function (v) {
 };
 Panel.prototype.add = function (s) { this.parts.push(s); };
 Panel.prototype.text = function (x, y, s, anchor, extra) {
-  this.add('<text x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" font-size="12" text-anchor="' + (anchor || "middle") +
-           '" ' + (extra || "") + '>' + esc(s) + '</text>');
+  this.add('<text x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" font-size="12" text-anchor="' +
+           (anchor || "middle") + '" ' + (extra || "") + '>' + esc(s) + '</text>');
 };
 Panel.prototype.axes = function (title, xlabel, ylabel, xticks, yticks) {
   var p = this;
@@ -396,7 +398,8 @@ Panel.prototype.hline = function (v, color, dash) {
 Panel.prototype.bar = function (x0, x1, v, color, cls, opacity) {
   var Y = this.Y(v), Y0 = this.Y(this.logy ? Math.pow(10, this.ylo) : 0);
   this.add('<rect class="' + (cls || "") + '" x="' + this.X(x0).toFixed(1) + '" y="' + Math.min(Y, Y0).toFixed(1) +
-           '" width="' + Math.max(0.5, this.X(x1) - this.X(x0)).toFixed(1) + '" height="' + Math.abs(Y0 - Y).toFixed(1) +
+           '" width="' + Math.max(0.5, this.X(x1) - this.X(x0)).toFixed(1) +
+           '" height="' + Math.abs(Y0 - Y).toFixed(1) +
            '" fill="' + color + '"' + (opacity ? ' fill-opacity="' + opacity + '"' : "") + '/>');
 };
 Panel.prototype.legend = function (x, y, items) {
@@ -417,8 +420,9 @@ function ticks(lo, hi, n, d) {
   return out;
 }
 function logTicks(lo, hi) {
-  var out = [];
-  for (var e = Math.ceil(Math.log10(lo)); e <= Math.floor(Math.log10(hi)); e++) out.push([Math.pow(10, e), "1e" + e]);
+  var out = [], e0 = Math.ceil(Math.log10(lo)), e1 = Math.floor(Math.log10(hi));
+  var by = Math.max(1, Math.ceil((e1 - e0) / 4));
+  for (var e = e0; e <= e1; e += by) out.push([Math.pow(10, e), "1e" + e]);
   return out;
 }
 function u(lag, beta) { return beta === 0 ? 1 : (1 - Math.pow(beta, lag + 1)) / (1 - beta); }
@@ -542,7 +546,8 @@ _JS_REWEIGHTING = r"""
     var ymax = 0; for (j = 0; j <= i; j++) ymax = Math.max(ymax, r.lin[j], r.norm[j]);
     var p1 = new Panel(60, 28, 620, 150, -0.5, n - 0.5, 0, ymax * 1.1);
     p1.add('<rect x="' + p1.X(i - window + 0.5).toFixed(1) + '" y="' + p1.y + '" width="' +
-           (p1.X(i + 0.5) - p1.X(i - window + 0.5)).toFixed(1) + '" height="' + p1.h + '" fill="#fde68a" fill-opacity="0.5"/>');
+           (p1.X(i + 0.5) - p1.X(i - window + 0.5)).toFixed(1) + '" height="' + p1.h +
+           '" fill="#fde68a" fill-opacity="0.5"/>');
     for (j = 0; j <= i; j++) {
       p1.bar(j - 0.4, j, r.lin[j], "#9ca3af", "bar-linear");
       p1.bar(j, j + 0.4, r.norm[j], "#2563eb", "bar-momentum");
@@ -555,7 +560,9 @@ _JS_REWEIGHTING = r"""
                                      ["the last " + window + " keys ≈ 1/(1−β)", "#fde68a"]]);
     // panel 2: ratio to linear attention's weights against the lag
     var lags = [], ratio = [], ratioNorm = [];
-    for (var l = 0; l < n; l++) { lags.push(l); ratio.push(gamma * u(l, beta)); ratioNorm.push(gamma * u(l, beta) / r.scale); }
+    for (var l = 0; l < n; l++) {
+      lags.push(l); ratio.push(gamma * u(l, beta)); ratioNorm.push(gamma * u(l, beta) / r.scale);
+    }
     var rmax = Math.max(2, gamma / (1 - beta) * 1.1);
     var p2 = new Panel(60, 232, 280, 130, 0, n - 1, 0.1, Math.max(rmax, 1.5), true);
     p2.hline(1, "#6b7280", "4 3");
@@ -566,12 +573,17 @@ _JS_REWEIGHTING = r"""
     p2.legend(p2.x + 150, p2.y + p2.h - 24, [["A/A⁰ = γu(lag)", "#dc2626"], ["row-normalised", "#2563eb"]]);
     // panel 3: mean lag read by every query, linear vs momentum
     var qs = [], ml = [], mm = [];
-    for (var q = 0; q < n; q++) { var rq = row(q, beta, gamma); qs.push(q); ml.push(meanLag(rq.lin, q)); mm.push(meanLag(rq.norm, q)); }
+    for (var q = 0; q < n; q++) {
+      var rq = row(q, beta, gamma);
+      qs.push(q); ml.push(meanLag(rq.lin, q)); mm.push(meanLag(rq.norm, q));
+    }
     var p3 = new Panel(400, 232, 280, 130, 0, n - 1, 0, n - 1);
     p3.line(qs, ml, "#9ca3af", 2, null, "meanlag-linear");
     p3.line(qs, mm, "#2563eb", 2, null, "meanlag-momentum");
-    p3.add('<line x1="' + p3.X(i) + '" x2="' + p3.X(i) + '" y1="' + p3.y + '" y2="' + (p3.y + p3.h) + '" stroke="#f59e0b"/>');
-    p3.axes("output for the value v_j = j: mean lag read", "query i", "mean lag", ticks(0, n - 1, 4, 0), ticks(0, n - 1, 3, 0));
+    p3.add('<line x1="' + p3.X(i) + '" x2="' + p3.X(i) + '" y1="' + p3.y + '" y2="' + (p3.y + p3.h) +
+           '" stroke="#f59e0b"/>');
+    p3.axes("output for the value v_j = j: mean lag read", "query i", "mean lag", ticks(0, n - 1, 4, 0),
+            ticks(0, n - 1, 3, 0));
     p3.legend(p3.x + 190, p3.y + p3.h - 24, [["linear", "#9ca3af"], ["momentum", "#2563eb"]]);
     root.querySelector(".lrakit-figure").innerHTML = svg(700, 400, [p1, p2, p3]);
     return {
@@ -626,3 +638,164 @@ def momentum_reweighting_widget(tokens: Sequence[str], scores: torch.Tensor, **i
     from IPython.display import HTML
 
     return HTML(momentum_reweighting_html(tokens, scores, **initial))
+
+
+# --- chapter 5: the momentum connection's β̃ and γ̃ on a quadratic ----------------------------------
+
+def eq18_momentum(ratio, *, delta: float = 1e-3):
+    """Eq. 18 of Nguyen et al. as a function of r = ‖g_k − g_{k−1}‖/‖g_{k−1}‖: proj_[0, 1−δ] (1 − √r)².
+
+    Non-monotone in r: decreasing to 0 at r = 1, increasing after, clipped at 1 − δ for
+    r ≥ (1 + √(1 − δ))² ≈ 4 (and for r ≤ (1 − √(1 − δ))² ≈ δ²/4).
+    """
+    ratio = torch.as_tensor(ratio, dtype=torch.float64)
+    if (ratio < 0).any():
+        raise ValueError("ratio must be non-negative (a quotient of norms)")
+    _check_unit_interval("delta", delta)
+    return ((1 - ratio.sqrt()) ** 2).clamp(0.0, 1.0 - delta)
+
+
+def heavy_ball_modes(
+    eigenvalues: torch.Tensor, e0: torch.Tensor, *, beta: float, step: float, steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The heavy ball on a quadratic, run mode by mode in the eigenbasis of A (float64).
+
+    Each eigen-component of the error obeys e_{k+1} = (1 + β − step·λ)e_k − βe_{k−1} with
+    e_{−1} = e_0 (the chapter's start x⁻¹ = x⁰). Returns the errors ‖e_k‖ for k = 0 … steps and
+    eq. 18's ratios r_k = ‖g_k − g_{k−1}‖/‖g_{k−1}‖ (g = λe) for k = 1 … steps.
+    """
+    lam, e = torch.as_tensor(eigenvalues, dtype=torch.float64), torch.as_tensor(e0, dtype=torch.float64)
+    if lam.ndim != 1 or lam.shape != e.shape or (lam <= 0).any():
+        raise ValueError("eigenvalues must be a positive 1-D tensor and e0 of the same shape")
+    beta = _check_unit_interval("beta", beta)
+    step = _check_positive("step", step)
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    prev = e.clone()
+    errors, ratios = [float(torch.linalg.norm(e))], []
+    for _ in range(steps):
+        e, prev = (1 + beta - step * lam) * e - beta * prev, e
+        errors.append(float(torch.linalg.norm(e)))
+        ratios.append(float(torch.linalg.norm(lam * (e - prev)) / torch.linalg.norm(lam * prev)))
+    return torch.tensor(errors, dtype=torch.float64), torch.tensor(ratios, dtype=torch.float64)
+
+
+def connection_readouts(
+    eigenvalues: torch.Tensor, e0: torch.Tensor, *, beta: float, gamma: float, steps: int, delta: float = 1e-3
+) -> dict[str, float]:
+    """The numbers chapter 5's slider shows: the run with (β̃, step γ̃/L) against β* for that step, and eq. 18."""
+    lam = torch.as_tensor(eigenvalues, dtype=torch.float64)
+    step = _check_positive("gamma", gamma) / float(lam.max())
+    beta_star = (1 - (step * float(lam.min())) ** 0.5) ** 2
+    errors, ratios = heavy_ball_modes(lam, e0, beta=beta, step=step, steps=steps)
+    best, _ = heavy_ball_modes(lam, e0, beta=beta_star, step=step, steps=steps)
+    return {
+        "beta_star": beta_star,
+        "error": float(errors[-1]),
+        "error_star": float(best[-1]),
+        "ratio": float(ratios[-1]),
+        "eq18": float(eq18_momentum(ratios[-1], delta=delta)),
+        "share_above_one": float((ratios > 1).double().mean()),
+    }
+
+
+_JS_CONNECTION = r"""
+(function () {
+  var root = document.getElementById("__UID__"), D = __DATA__, lam = D.eigenvalues, dim = lam.length;
+  var L = Math.max.apply(null, lam), nu = Math.min.apply(null, lam);
+  __PLOT__
+  function norm(x) { var s = 0; for (var k = 0; k < x.length; k++) s += x[k] * x[k]; return Math.sqrt(s); }
+  function run(beta, step) {     // the heavy ball mode by mode: e ← (1 + β − step·λ)e − βe_prev
+    var e = D.e0.slice(), prev = D.e0.slice(), errors = [norm(e)], ratios = [];
+    for (var k = 0; k < D.steps; k++) {
+      var next = [], dg = [], gp = [];
+      for (var m = 0; m < dim; m++) {
+        next.push((1 + beta - step * lam[m]) * e[m] - beta * prev[m]);
+        dg.push(lam[m] * (next[m] - e[m])); gp.push(lam[m] * e[m]);
+      }
+      prev = e; e = next; errors.push(norm(e)); ratios.push(norm(dg) / norm(gp));
+    }
+    return { errors: errors, ratios: ratios };
+  }
+  function eq18(r) { return Math.min(1 - D.delta, Math.max(0, Math.pow(1 - Math.sqrt(r), 2))); }
+  wire(root, function (v) {
+    var beta = v.beta_t, gamma = v.gamma_t, step = gamma / L, betaStar = Math.pow(1 - Math.sqrt(step * nu), 2);
+    var a = run(beta, step), b = run(betaStar, step), ks = [];
+    for (var k = 0; k <= D.steps; k++) ks.push(k);
+    // panel 1: weight of each earlier layer's update (eq. 15 unrolled)
+    var wmax = Math.max(1.2, gamma * u(D.layers - 1, beta)) * 1.1;
+    var p1 = new Panel(60, 28, 200, 140, -0.5, D.layers - 0.5, 0, wmax);
+    for (var l = 0; l < D.layers; l++) p1.bar(l - 0.35, l + 0.35, gamma * u(l, beta), "#2563eb", "bar-layer");
+    p1.hline(1, "#6b7280", "4 3");
+    p1.axes("weight of V̂ from l layers back", "lag l (layers)", "weight", ticks(0, D.layers - 1, D.layers - 1, 0),
+            ticks(0, wmax, 2, 1));
+    // panel 2: the error of the heavy ball with β̃ and with β* for this step
+    var p2 = new Panel(330, 28, 350, 140, 0, D.steps, 1e-12, 1e4, true);
+    p2.line(ks, b.errors, "#9ca3af", 2, null, "error-star");
+    p2.line(ks, a.errors, "#dc2626", 2, null, "error-run");
+    p2.axes("‖xᵏ − x*‖ with step γ̃/L", "iteration k", "error (log)", ticks(0, D.steps, 4, 0), logTicks(1e-12, 1e4));
+    p2.legend(p2.x + 150, p2.y + 14, [["β̃ (slider)", "#dc2626"], ["β* = (1 − √(γ̃ν/L))²", "#9ca3af"]]);
+    // panel 3: eq. 18 against r, and the r this run produces
+    var rs = [], bs = [], rmax = 5;
+    for (var t = 0; t <= 200; t++) { rs.push(rmax * t / 200); bs.push(eq18(rmax * t / 200)); }
+    var p3 = new Panel(60, 232, 620, 130, 0, rmax, 0, 1.05);
+    p3.add('<rect x="' + p3.X(1) + '" y="' + p3.y + '" width="' + (p3.X(rmax) - p3.X(1)) + '" height="' + p3.h +
+           '" fill="#fee2e2" fill-opacity="0.6"/>');
+    p3.line(rs, bs, "#111827", 2, null, "eq18-curve");
+    var r = a.ratios[a.ratios.length - 1], rShow = Math.min(r, rmax);
+    p3.add('<circle class="eq18-point" cx="' + p3.X(rShow).toFixed(1) + '" cy="' + p3.Y(eq18(r)).toFixed(1) +
+           '" r="5" fill="#dc2626"/>');
+    p3.axes("eq. 18: β̃ = proj(1 − √r)², r = ‖g_k − g_(k−1)‖ / ‖g_(k−1)‖ (shaded: r > 1, the increasing branch)",
+            "r", "β̃", ticks(0, rmax, 5, 0), ticks(0, 1, 2, 1));
+    p3.legend(p3.x + 300, p3.y + 40, [["r of this run's last step", "#dc2626"]]);
+    root.querySelector(".lrakit-figure").innerHTML = svg(700, 400, [p1, p2, p3]);
+    var above = a.ratios.filter(function (x) { return x > 1; }).length / a.ratios.length;
+    return {
+      beta_star: fmt(betaStar, 4), error: a.errors[D.steps].toExponential(2),
+      error_star: b.errors[D.steps].toExponential(2),
+      ratio: fmt(r, 3), eq18: fmt(eq18(r), 4), share_above_one: fmt(above, 3)
+    };
+  });
+})();
+"""
+
+CONNECTION_READOUTS = (
+    ("beta_star", "β* for the step γ̃/L"),
+    ("error", "error after the last step, β̃"),
+    ("error_star", "error after the last step, β*"),
+    ("ratio", "eq. 18's r at the last step"),
+    ("eq18", "β̃ eq. 18 would pick there"),
+    ("share_above_one", "share of steps with r > 1"),
+)
+
+
+def momentum_connection_html(
+    eigenvalues: torch.Tensor, e0: torch.Tensor, *, steps: int, layers: int, beta: float = 0.8, gamma: float = 0.99,
+    delta: float = 1e-3,
+) -> str:
+    """Chapter 5's slider as self-contained HTML: β̃ and γ̃ move; the page runs the heavy ball mode by mode.
+
+    ``eigenvalues`` and ``e0`` are the quadratic's spectrum and the start's error in its eigenbasis;
+    the script repeats :func:`heavy_ball_modes` and shows :func:`connection_readouts`.
+    """
+    lam, e = torch.as_tensor(eigenvalues, dtype=torch.float64), torch.as_tensor(e0, dtype=torch.float64)
+    if lam.ndim != 1 or lam.shape != e.shape or (lam <= 0).any():
+        raise ValueError("eigenvalues must be a positive 1-D tensor and e0 of the same shape")
+    if not isinstance(steps, int) or not 1 <= steps <= 5000:
+        raise ValueError(f"steps must be an int in [1, 5000], got {steps!r}")
+    if not isinstance(layers, int) or not 1 <= layers <= 64:
+        raise ValueError(f"layers must be an int in [1, 64], got {layers!r}")
+    beta = _check_unit_interval("beta", beta, high=0.999)
+    gamma = _check_positive("gamma", gamma)
+    data = {"eigenvalues": lam.tolist(), "e0": e.tolist(), "steps": steps, "layers": layers,
+            "delta": _check_unit_interval("delta", delta)}
+    sliders = [("beta_t", "β̃", 0.0, 0.99, 0.01, beta), ("gamma_t", "γ̃", 0.01, 1.0, 0.01, gamma)]
+    return _widget_html("connection", data, sliders, list(CONNECTION_READOUTS),
+                        _JS_CONNECTION.replace("__PLOT__", _JS_PLOT))
+
+
+def momentum_connection_widget(eigenvalues: torch.Tensor, e0: torch.Tensor, **options):
+    """:func:`momentum_connection_html` as an ``IPython.display.HTML`` object."""
+    from IPython.display import HTML
+
+    return HTML(momentum_connection_html(eigenvalues, e0, **options))
