@@ -151,7 +151,7 @@ def test_momentum_reweighting_html_is_self_contained_and_checks_input():
     assert "http" not in page and "<script src" not in page  # nothing fetched
     params = re.findall(r'data-param="(\w+)" min="([\d.]+)" max="([\d.]+)" step="[\d.]+" value="([\d.]+)"', page)
     assert params == [("beta", "0", "0.99", "0.6"), ("gamma", "0.25", "1.25", "1"), ("query", "0", "61", "20")]
-    assert page.count("data-readout=") == len(viz.REWEIGHTING_READOUTS)
+    assert page.count("<td data-readout=") == len(viz.REWEIGHTING_READOUTS)
     assert len(page) < 60_000
     with pytest.raises(ValueError, match="scores must be"):
         viz.momentum_reweighting_html(tokens[:-1], scores)
@@ -201,7 +201,7 @@ def test_momentum_connection_html_is_self_contained_and_checks_input():
     lam, e0 = torch.linspace(0.01, 1, 5, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
     page = viz.momentum_connection_html(lam, e0, steps=50, layers=4)
     assert "http" not in page and page.count('type="range"') == 2
-    assert page.count("data-readout=") == len(viz.CONNECTION_READOUTS)
+    assert page.count("<td data-readout=") == len(viz.CONNECTION_READOUTS)
     with pytest.raises(ValueError, match="eigenvalues"):
         viz.momentum_connection_html(-lam, e0, steps=50, layers=4)
     with pytest.raises(ValueError, match="steps"):
