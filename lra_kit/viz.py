@@ -799,3 +799,61 @@ def momentum_connection_widget(eigenvalues: torch.Tensor, e0: torch.Tensor, **op
     from IPython.display import HTML
 
     return HTML(momentum_connection_html(eigenvalues, e0, **options))
+
+
+def draw_reweighting_frame(fig, *, beta: float, gamma: float, query: int, tokens: Sequence[str], scores) -> None:
+    """The views of :func:`momentum_reweighting_html` drawn with matplotlib (static record, live ipywidgets).
+
+    Top: query ``query``'s share of attention on each key, linear vs momentum row-normalised; bottom
+    left: the mean lag every query reads; the numbers are :func:`reweighting_readouts`.
+    """
+    n = len(tokens)
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.2, 1]})
+    rows = [reweighting_readouts(scores, beta=beta, gamma=gamma, query=i) for i in range(n)]
+    row = scores[query, : query + 1].double()
+    linear = row / row.sum()
+    lag = torch.arange(query, -1, -1, dtype=torch.float64)
+    momentum = momentum_lag_weights_float64(lag, beta) * linear
+    momentum = momentum / momentum.sum()  # γ cancels in the row-normalised share
+    window = int(rows[query]["window"])
+    top.axvspan(query - window + 0.5, query + 0.5, color="#fde68a", alpha=0.5, lw=0,
+                label=f"last {window} keys ≈ 1/(1−β)")
+    positions = np.arange(query + 1)
+    top.bar(positions - 0.2, linear.numpy(), width=0.4, color="#9ca3af", label="linear (β = 0)")
+    top.bar(positions + 0.2, momentum.numpy(), width=0.4, color="#2563eb", label="momentum, row-normalised")
+    top.set_xticks(range(n), ["␣" if t == " " else t for t in tokens], fontsize=8)
+    top.set_xlim(-0.6, n - 0.4)
+    top.set_ylabel("share")
+    top.set_title(f"β = {beta:g}, γ = {gamma:g}: query {query} ('{tokens[query]}'), output scale "
+                  f"{rows[query]['scale']:.2f}", fontsize=10)
+    top.legend(fontsize=8, loc="upper left")
+    bottom.plot([r["mean_lag_linear"] for r in rows], color="#9ca3af", lw=2, label="linear")
+    bottom.plot([r["mean_lag_momentum"] for r in rows], color="#2563eb", lw=2, label="momentum")
+    bottom.axvline(query, color="#f59e0b", lw=1)
+    bottom.set_xlabel("query i")
+    bottom.set_ylabel("mean lag read")
+    bottom.legend(fontsize=8, loc="upper left")
+
+
+def draw_chunk_tiling(ax, *, n: int = 16, chunk: int = 4) -> None:
+    """The (query × key) plane of the causal product cut into chunks: which part is computed how."""
+    from matplotlib.patches import Rectangle
+
+    if not (isinstance(n, int) and isinstance(chunk, int) and 1 <= chunk <= n):
+        raise ValueError(f"need ints 1 ≤ chunk ≤ n, got n={n!r}, chunk={chunk!r}")
+    for i in range(n):
+        for j in range(i + 1):
+            same = i // chunk == j // chunk
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor="#93c5fd" if same else "#fde68a", edgecolor="white", lw=0.8))
+    for c in range(1, -(-n // chunk)):
+        t = c * chunk
+        ax.annotate("", xy=(t, t), xytext=(t - chunk, t - chunk),
+                    arrowprops={"arrowstyle": "->", "color": "#b91c1c", "lw": 1.5})
+        ax.text(t + 0.2, t - 0.4, f"s, d at t = {t - 1}", color="#b91c1c", fontsize=8, va="bottom")
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    ax.set_xlabel("key j")
+    ax.set_ylabel("query i")
+    ax.set_xticks(range(0, n + 1, chunk))
+    ax.set_yticks(range(0, n + 1, chunk))
