@@ -336,11 +336,14 @@ def _widget_html(kind: str, data: dict, sliders: list[tuple], readouts: list[tup
         f'<td data-readout="{name}" style="font-family:monospace;text-align:right;">–</td></tr>'
         for name, text in readouts
     )
-    body = script.replace("__UID__", uid).replace("__DATA__", json.dumps(data, separators=(",", ":")))
+    # the data sit in a JSON block that the script parses (and a test can read); "</" cannot end it early
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    body = script.replace("__UID__", uid)
     return (
         f'<div id="{uid}" class="lrakit-widget lrakit-{kind}" style="{_WIDGET_STYLE}">'
         f"<div>{rows}</div><div class=\"lrakit-figure\" style=\"width:100%;\"></div>"
         f'<table class="lrakit-readouts" style="border-collapse:collapse;margin-top:0.3em;">{cells}</table>'
+        f'<script type="application/json" class="lrakit-data">{payload}</script>'
         f"<script>{body}</script></div>"
     )
 
@@ -528,7 +531,8 @@ def momentum_lag_weights_float64(lag: torch.Tensor, beta: float) -> torch.Tensor
 
 _JS_REWEIGHTING = r"""
 (function () {
-  var root = document.getElementById("__UID__"), D = __DATA__, n = D.tokens.length;
+  var root = document.getElementById("__UID__"), D = JSON.parse(root.querySelector(".lrakit-data").textContent);
+  var n = D.tokens.length;
   __PLOT__
   function row(i, beta, gamma) {   // eq. 13 for query i: linear map, momentum map, row-normalised momentum
     var K = D.scores[i], z = 0, lin = [], mom = [], scale = 0;
@@ -701,7 +705,8 @@ def connection_readouts(
 
 _JS_CONNECTION = r"""
 (function () {
-  var root = document.getElementById("__UID__"), D = __DATA__, lam = D.eigenvalues, dim = lam.length;
+  var root = document.getElementById("__UID__"), D = JSON.parse(root.querySelector(".lrakit-data").textContent);
+  var lam = D.eigenvalues, dim = lam.length;
   var L = Math.max.apply(null, lam), nu = Math.min.apply(null, lam);
   __PLOT__
   function norm(x) { var s = 0; for (var k = 0; k < x.length; k++) s += x[k] * x[k]; return Math.sqrt(s); }
