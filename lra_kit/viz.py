@@ -2,15 +2,16 @@
 
 The book's rule for interactive figures:
 
-1. a static figure is the content of record (:func:`small_multiples`);
-2. on the static HTML page, with no kernel, the reader can still move the parameters:
-   :func:`slider_player` pre-renders one frame per point of a parameter grid (computed by the
-   real ``lra_kit`` code) and ships them with a few lines of JavaScript that swap the frame when a
-   slider moves — no CDN, no kernel, never a dead slider;
+1. a static figure is the content of record (:func:`small_multiples`, :func:`draw_reweighting_frame`);
+2. on the static HTML page, with no kernel, the reader can still move the parameters. Where the
+   mathematics is a closed form over little data, the page recomputes it: chapter 4's
+   :func:`momentum_reweighting_html` (eq. 13 over an embedded score matrix) and chapter 5's
+   :func:`momentum_connection_html` (the heavy ball mode by mode over an embedded spectrum) are
+   self-contained HTML + JavaScript + SVG, exact at every slider position, with no CDN and no
+   kernel. Each has a float64 Python oracle of the numbers it shows (:func:`reweighting_readouts`,
+   :func:`connection_readouts`) that the browser test ``tests/browser`` compares with the page.
+   Otherwise :func:`slider_player` pre-renders PNG frames over a grid and swaps them;
 3. in Jupyter, :func:`live_sliders` gives real ``ipywidgets`` sliders that recompute on demand.
-
-The drawing functions are generic: ``draw(fig, **params)`` draws one frame. Chapter 4 uses them
-for β and γ of momentum attention (:func:`draw_momentum_frame`), chapter 5 for β̃ and γ̃.
 """
 from __future__ import annotations
 

@@ -206,3 +206,19 @@ def test_momentum_connection_html_is_self_contained_and_checks_input():
         viz.momentum_connection_html(-lam, e0, steps=50, layers=4)
     with pytest.raises(ValueError, match="steps"):
         viz.momentum_connection_html(lam, e0, steps=0, layers=4)
+
+
+def test_draw_reweighting_frame_and_chunk_tiling():
+    tokens, _, scores = _sentence_scores()
+    fig = matplotlib.pyplot.figure()
+    viz.draw_reweighting_frame(fig, beta=0.9, gamma=1.0, query=len(tokens) - 1, tokens=tokens, scores=scores)
+    top, bottom = fig.axes
+    heights = [p.get_height() for p in top.patches if p.get_width() == pytest.approx(0.4)]
+    assert len(heights) == 2 * len(tokens) and sum(heights) == pytest.approx(2.0)  # two rows that sum to one
+    matplotlib.pyplot.close(fig)
+    fig, ax = matplotlib.pyplot.subplots()
+    viz.draw_chunk_tiling(ax, n=8, chunk=4)
+    assert len(ax.patches) == 8 * 9 // 2  # one cell per (query, key ≤ query)
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="chunk"):
+        viz.draw_chunk_tiling(ax, n=4, chunk=5)
