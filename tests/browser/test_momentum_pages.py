@@ -108,7 +108,7 @@ def test_chapter4_sliders_move_the_figure_and_match_python(browser):
     # each slider, in turn, changes the picture and the numbers it should
     moves = [("beta", 0.5, {"recent_momentum", "mean_lag_momentum", "scale"}),
              ("gamma", 0.5, {"scale"}),
-             ("query", 30, {"recent_linear", "mean_lag_linear", "oldest_to_newest"})]
+             ("query", 30, {"recent_linear", "mean_lag_linear"})]
     for name, value, changed in moves:
         _set(browser, widget, name, value)
         new_figure, new_readouts = _state(widget)
