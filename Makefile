@@ -17,7 +17,7 @@ ifdef LRA_KIT_DATA
 export LRA_KIT_DATA
 endif
 
-.PHONY: book test nbval venv bench clean
+.PHONY: book test nbval venv bench clean test-browser
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,19 @@ book: $(VENV)/.book
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --all -W -n --keep-going || exit $$?; \
 	echo "Book built in $$(( $$(date +%s) - start )) s at LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK)."; \
 	echo "The HTML is at: $(CURDIR)/_build/html/index.html"
+
+## make test-browser: build the book, then open the momentum chapters in headless Chromium and move
+## every slider (tests/browser). Installs selenium into the venv and, where apt-get may run, Debian's
+## chromium + chromium-driver; without a browser the tests are skipped, not failed.
+test-browser: $(VENV)/.book
+	$(PIP) install --quiet selenium
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  ( $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver ) >/dev/null 2>&1 \
+	    || echo "test-browser: could not install chromium; the browser tests will be skipped"; \
+	fi
+	LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --keep-going
+	LRA_KIT_BOOK_HTML=$(CURDIR)/_build/html $(PY) -m pytest -rs tests/browser
 
 bench: $(VENV)/.test
 	$(PY) -m lra_kit.bench.attention

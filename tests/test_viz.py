@@ -92,3 +92,133 @@ def test_log_length_axis():
     viz.log_length_axis(ax, [256, 512, 1024])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024"]
     matplotlib.pyplot.close(fig)
+
+
+# --- the sliders computed in the page (chapters 4 and 5) --------------------------------------------
+
+SENTENCE = "the model reads the sentence and then reads the sentence again"
+
+
+def _sentence_scores():
+    tokens, phi = viz.sentence_match_features(SENTENCE)
+    return tokens, phi, viz.causal_scores(phi, phi)
+
+
+def test_sentence_match_scores_are_one_plus_match_on_equal_characters():
+    tokens, phi, scores = _sentence_scores()
+    n = len(SENTENCE)
+    for i in range(n):
+        for j in range(i + 1):
+            same = SENTENCE[i] == SENTENCE[j] != " "
+            assert scores[i, j].item() == pytest.approx(1 + 4 * same)
+    assert torch.count_nonzero(torch.triu(scores, 1)) == 0
+
+
+@pytest.mark.parametrize("beta,gamma", [(0.0, 1.0), (0.5, 0.7), (0.9, 1.0), (0.99, 1.25)])
+def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
+    _, phi, scores = _sentence_scores()
+    # the map from lra_kit's O(N) implementation, φ = identity on the already non-negative features
+    a = viz.momentum_attention_map(phi, phi, beta=beta, gamma=gamma, feature_map=lambda x: x)
+    a0 = viz.momentum_attention_map(phi, phi, beta=0.0, gamma=1.0, feature_map=lambda x: x)
+    for query in (0, 7, len(SENTENCE) - 1):
+        got = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
+        row, row0 = a[query, : query + 1], a0[query, : query + 1]
+        lag = torch.arange(query, -1, -1, dtype=torch.float64)
+        window = min(query + 1, round(1 / (1 - beta)))
+        assert got["scale"] == pytest.approx(row.sum().item(), rel=1e-5)
+        p = row / row.sum()
+        assert got["recent_momentum"] == pytest.approx(p[lag < window].sum().item(), rel=1e-5, abs=1e-9)
+        assert got["recent_linear"] == pytest.approx(row0[lag < window].sum().item(), rel=1e-5, abs=1e-9)
+        assert got["mean_lag_momentum"] == pytest.approx((p * lag).sum().item(), rel=1e-5, abs=1e-9)
+    last = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=len(SENTENCE) - 1)
+    if 0 < beta and last["window"] < len(SENTENCE):  # weight moves to older keys: less on the recent, larger mean lag
+        assert last["recent_momentum"] < last["recent_linear"]
+        assert last["mean_lag_momentum"] > last["mean_lag_linear"]
+
+
+def test_lag_weight_oracle_matches_momentum_weights():
+    from lra_kit.attention import momentum_weights
+
+    lag = torch.arange(50, dtype=torch.float64)
+    for beta in (0.0, 0.3, 0.95):
+        torch.testing.assert_close(viz.momentum_lag_weights_float64(lag, beta), momentum_weights(lag, beta), rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_momentum_reweighting_html_is_self_contained_and_checks_input():
+    tokens, _, scores = _sentence_scores()
+    page = viz.momentum_reweighting_html(tokens, scores, beta=0.6, gamma=1.0, query=20)
+    assert "http" not in page and "<script src" not in page  # nothing fetched
+    params = re.findall(r'data-param="(\w+)" min="([\d.]+)" max="([\d.]+)" step="[\d.]+" value="([\d.]+)"', page)
+    assert params == [("beta", "0", "0.99", "0.6"), ("gamma", "0.25", "1.25", "1"), ("query", "0", "61", "20")]
+    assert page.count("<td data-readout=") == len(viz.REWEIGHTING_READOUTS)
+    assert len(page) < 60_000
+    with pytest.raises(ValueError, match="scores must be"):
+        viz.momentum_reweighting_html(tokens[:-1], scores)
+    with pytest.raises(ValueError, match="beta"):
+        viz.momentum_reweighting_html(tokens, scores, beta=1.0)
+    with pytest.raises(ValueError, match="query"):
+        viz.momentum_reweighting_html(tokens, scores, query=len(tokens))
+    with pytest.raises(ValueError, match="non-negative"):
+        viz.causal_scores(-torch.ones(3, 2), torch.ones(3, 2))
+    with pytest.raises(ValueError, match="text"):
+        viz.sentence_match_features("a")
+
+
+def test_eq18_is_non_monotone_and_clipped():
+    r = torch.tensor([0.0, 0.25, 1.0, 2.25, 4.0, 9.0], dtype=torch.float64)
+    got = viz.eq18_momentum(r, delta=1e-3)
+    torch.testing.assert_close(got, torch.tensor([0.999, 0.25, 0.0, 0.25, 0.999, 0.999], dtype=torch.float64))
+    with pytest.raises(ValueError, match="non-negative"):
+        viz.eq18_momentum(-1.0)
+
+
+def test_heavy_ball_modes_is_the_heavy_ball_in_the_eigenbasis():
+    torch.manual_seed(0)
+    dim, steps, beta, step = 6, 40, 0.7, 0.9
+    lam = torch.linspace(0.05, 1.0, dim, dtype=torch.float64)
+    q, _ = torch.linalg.qr(torch.randn(dim, dim, dtype=torch.float64))
+    a, b = q @ torch.diag(lam) @ q.T, torch.randn(dim, dtype=torch.float64)
+    x_star = -torch.linalg.solve(a, b)
+    x = prev = torch.zeros(dim, dtype=torch.float64)
+    errors, ratios, g_prev = [torch.linalg.norm(x - x_star).item()], [], None
+    for _ in range(steps):
+        g = a @ x + b
+        if g_prev is not None:
+            ratios.append((torch.linalg.norm(g - g_prev) / torch.linalg.norm(g_prev)).item())
+        x, prev, g_prev = x - step * g + beta * (x - prev), x, g
+        errors.append(torch.linalg.norm(x - x_star).item())
+    ratios.append((torch.linalg.norm(a @ x + b - g_prev) / torch.linalg.norm(g_prev)).item())
+    got_errors, got_ratios = viz.heavy_ball_modes(lam, q.T @ (-x_star), beta=beta, step=step, steps=steps)
+    torch.testing.assert_close(got_errors, torch.tensor(errors, dtype=torch.float64), rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(got_ratios, torch.tensor(ratios, dtype=torch.float64), rtol=1e-9, atol=1e-12)
+    out = viz.connection_readouts(lam, q.T @ (-x_star), beta=beta, gamma=step, steps=steps)
+    assert out["beta_star"] == pytest.approx((1 - (step * 0.05) ** 0.5) ** 2)
+    assert out["error"] == pytest.approx(errors[-1])
+
+
+def test_momentum_connection_html_is_self_contained_and_checks_input():
+    lam, e0 = torch.linspace(0.01, 1, 5, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
+    page = viz.momentum_connection_html(lam, e0, steps=50, layers=4)
+    assert "http" not in page and page.count('type="range"') == 2
+    assert page.count("<td data-readout=") == len(viz.CONNECTION_READOUTS)
+    with pytest.raises(ValueError, match="eigenvalues"):
+        viz.momentum_connection_html(-lam, e0, steps=50, layers=4)
+    with pytest.raises(ValueError, match="steps"):
+        viz.momentum_connection_html(lam, e0, steps=0, layers=4)
+
+
+def test_draw_reweighting_frame_and_chunk_tiling():
+    tokens, _, scores = _sentence_scores()
+    fig = matplotlib.pyplot.figure()
+    viz.draw_reweighting_frame(fig, beta=0.9, gamma=1.0, query=len(tokens) - 1, tokens=tokens, scores=scores)
+    top, bottom = fig.axes
+    heights = [p.get_height() for p in top.patches if p.get_width() == pytest.approx(0.4)]
+    assert len(heights) == 2 * len(tokens) and sum(heights) == pytest.approx(2.0)  # two rows that sum to one
+    matplotlib.pyplot.close(fig)
+    fig, ax = matplotlib.pyplot.subplots()
+    viz.draw_chunk_tiling(ax, n=8, chunk=4)
+    assert len(ax.patches) == 8 * 9 // 2  # one cell per (query, key ≤ query)
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="chunk"):
+        viz.draw_chunk_tiling(ax, n=4, chunk=5)
