@@ -98,15 +98,14 @@ class _Chunking:
         lag = pos[:, None] - pos[None, :]
         self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
         self.from_start, self.to_end = pos, (C - 1) - pos
-        if nc > 1:
-            # State at the start of chunk c from chunk c' < c (module docstring, with L = (c − c' − 1)·C):
-            #   s ← σ_c' + β·u(L − 1)·δ_c',   d ← β^L·δ_c'.
-            c = torch.arange(nc, device=device, dtype=dtype)
-            gap = (c[:, None] - c[None, :] - 1) * C
-            earlier = gap >= 0
-            self.sum_matrix = earlier.to(dtype)
-            self.decay_matrix = torch.where(earlier, decay_weights(gap.clamp(min=0), beta), 0.0)
-            self.carry_matrix = torch.where(earlier, beta * momentum_lag_weights(gap.clamp(min=0) - 1, beta), 0.0)
+        # State at the start of chunk c from chunk c' < c (module docstring, with L = (c − c' − 1)·C):
+        #   s ← σ_c' + β·u(L − 1)·δ_c',   d ← β^L·δ_c'.
+        c = torch.arange(nc, device=device, dtype=dtype)
+        gap = (c[:, None] - c[None, :] - 1) * C
+        earlier = gap >= 0
+        self.sum_matrix = earlier.to(dtype)
+        self.decay_matrix = torch.where(earlier, decay_weights(gap.clamp(min=0), beta), 0.0)
+        self.carry_matrix = torch.where(earlier, beta * momentum_lag_weights(gap.clamp(min=0) - 1, beta), 0.0)
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""

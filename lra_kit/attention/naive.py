@@ -45,12 +45,17 @@ def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padd
     return (A @ v) / (A.sum(-1, keepdim=True) + eps)
 
 
-def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
-    """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i)."""
+def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6, initial_state=None, output_final_state=False):
+    """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i).
+
+    ``initial_state`` = (s_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, z_N).
+    """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
-    s = q.new_zeros(B, H, D, v.shape[-1])
-    z = q.new_zeros(B, H, D)
+    if initial_state is None:
+        s, z = q.new_zeros(B, H, D, v.shape[-1]), q.new_zeros(B, H, D)
+    else:
+        s, z = initial_state
     outs = []
     for i in range(N):
         fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
@@ -59,7 +64,8 @@ def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
-    return torch.stack(outs, dim=2)
+    out = torch.stack(outs, dim=2)
+    return (out, (s, z)) if output_final_state else out
 
 
 def naive_momentum_weight_matrix(n, beta, gamma, *, dtype=torch.float64, device=None):
@@ -99,13 +105,19 @@ def naive_momentum_attention(
     return ((A * w[:, None, None, :]) @ v) / (A.sum(-1, keepdim=True) + eps)
 
 
-def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps=1e-6):
-    """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i)."""
+def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps=1e-6, initial_state=None,
+                             output_final_state=False):
+    """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i).
+
+    ``initial_state`` = (s_0, m_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, m_N, z_N).
+    """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
-    m = q.new_zeros(B, H, D, v.shape[-1])
-    s = torch.zeros_like(m)
-    z = q.new_zeros(B, H, D)
+    if initial_state is None:
+        s = q.new_zeros(B, H, D, v.shape[-1])
+        m, z = torch.zeros_like(s), q.new_zeros(B, H, D)
+    else:
+        s, m, z = initial_state
     outs = []
     for i in range(N):
         fq, fk = phi(q[:, :, i]), phi(k[:, :, i])
@@ -115,7 +127,8 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
-    return torch.stack(outs, dim=2)
+    out = torch.stack(outs, dim=2)
+    return (out, (s, m, z)) if output_final_state else out
 
 
 def naive_cumulative_state_causal_product(q, k, v):
