@@ -67,12 +67,11 @@ class CausalKernelAttention(torch.autograd.Function):
         out = torch.empty(B, H, N, v.shape[-1], dtype=v.dtype, device=v.device)
         state = None if s0 is None else ProductState(s0, d0)
         z, starts, parts = z0, [], segments(N, chunk_size)
-        for i, sl in enumerate(parts):
+        for sl in parts:
             starts.append((state, z))
             ks = None if keep is None else keep[:, None, sl, None]
             fq, fk, vs = _mapped(q[:, :, sl], k[:, :, sl], v[:, :, sl], ks, phi, dtype)
-            more = final or i < len(parts) - 1
-            num, state = _forward(fq, fk, vs, beta, chunk_size, state, final=more, keep_d=keep_d)
+            num, state = _forward(fq, fk, vs, beta, chunk_size, state, keep_d)
             den, zs = _normaliser(fq, fk, z, chunk_size, eps)
             z = zs[:, :, -1]
             out[:, :, sl] = num.mul_(den.reciprocal_().mul_(gamma))
@@ -109,10 +108,11 @@ class CausalKernelAttention(torch.autograd.Function):
             g_num = g * (gamma / den)  # ∂out/∂numerator
             h = -(g * out[:, :, sl].to(dtype)).sum(-1, keepdim=True) / den  # ∂out/∂den = −out/den
             need_start = i > 0 or any(needs[4:7])
-            dfq, dfk, dvs, carry = _backward(fq, fk, vs, g_num, beta, C, (True, needs[1], needs[2], need_start),
+            dfq, dfk, dvs, carry = _backward(fq, fk, vs, g_num, beta, C, (needs[0], needs[1], needs[2], need_start),
                                              start, carry)
             # den_i = φ(q_i)·z_i: ∇φ(q_i) += h_i z_i, ∇φ(k_j) += Σ_{i≥j} h_i φ(q_i) (+ the final z's gradient)
-            dfq += h * z
+            if dfq is not None:
+                dfq += h * z
             hq = h * fq
             if dfk is not None:
                 dfk += hq.sum(2, keepdim=True) - prefix_sum(hq, C) + hq

@@ -76,36 +76,31 @@ def decay_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
     return (lag == 0).to(lag.dtype) if beta == 0.0 else torch.exp(lag * math.log(beta))
 
 
-def _scalar_u(x: int, beta: float) -> float:
-    return float(x + 1 > 0) if beta == 0.0 else (1.0 - beta ** (x + 1)) / (1.0 - beta)
-
-
 def segments(n: int, chunk_size: int) -> list[slice]:
-    """Consecutive slices of at most SEGMENT_CHUNKS chunks covering range(n)."""
-    size = SEGMENT_CHUNKS * max(1, chunk_size)
-    return [slice(a, min(a + size, n)) for a in range(0, n, size)]
+    """Consecutive slices covering range(n): SEGMENT_CHUNKS whole chunks each, and a last one shorter than a
+    chunk for the remainder — so that no segment ends inside a padded chunk."""
+    C = max(1, chunk_size)
+    parts = []
+    for a in range(0, n, SEGMENT_CHUNKS * C):
+        b = min(a + SEGMENT_CHUNKS * C, n)
+        whole = a + (b - a) // C * C
+        parts += [slice(a, whole)] if whole > a else []
+        parts += [slice(whole, b)] if b > whole else []
+    return parts
 
 
 class _Chunking:
     """Chunk geometry of one segment and the weights shared by the forward and backward passes."""
 
     def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
-        self.n, self.beta = n, beta
+        self.n, self.beta, self.dtype, self.device = n, beta, dtype, device
         self.C = C = max(1, min(chunk_size, n))
-        self.n_chunks = nc = -(-n // C)
-        self.pad = nc * C - n
+        self.n_chunks = -(-n // C)
+        self.pad = self.n_chunks * C - n
         pos = torch.arange(C, device=device, dtype=dtype)
         lag = pos[:, None] - pos[None, :]
         self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
-        self.from_start, self.to_end = pos, (C - 1) - pos
-        # State at the start of chunk c from chunk c' < c (module docstring, with L = (c − c' − 1)·C):
-        #   s ← σ_c' + β·u(L − 1)·δ_c',   d ← β^L·δ_c'.
-        c = torch.arange(nc, device=device, dtype=dtype)
-        gap = (c[:, None] - c[None, :] - 1) * C
-        earlier = gap >= 0
-        self.sum_matrix = earlier.to(dtype)
-        self.decay_matrix = torch.where(earlier, decay_weights(gap.clamp(min=0), beta), 0.0)
-        self.carry_matrix = torch.where(earlier, beta * momentum_lag_weights(gap.clamp(min=0) - 1, beta), 0.0)
+        self.from_start, self.to_end = pos[:, None], (C - 1) - pos[:, None]  # (C, 1) columns
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -116,146 +111,125 @@ class _Chunking:
     def join(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
 
-    def carry(self, reverse: bool) -> torch.Tensor:
-        """β·u(distance to the chunk boundary the state sits at), per position: (C, 1)."""
-        near = self.to_end if reverse else self.from_start
-        return (self.beta * momentum_lag_weights(near, self.beta))[:, None]
+    def u(self, lag: torch.Tensor) -> torch.Tensor:
+        return momentum_lag_weights(lag, self.beta)
 
-    def states(self, x: torch.Tensor, y: torch.Tensor, reverse: bool, start: ProductState | None = None):
-        """States of Σ u(lag) x yᵀ at each chunk's start (or, reverse in time, its end): (s, d), each
-        (B, H, n_chunks, Dx, Dy); d is None when β = 0. ``start`` is the state before the segment."""
-        xy = x.transpose(-1, -2)
-        far = self.from_start if reverse else self.to_end  # distance to the boundary a chunk's total is taken at
-        if self.beta == 0.0:
-            sigma, delta = xy @ y, None
+    def decay(self, lag: torch.Tensor) -> torch.Tensor:
+        return decay_weights(lag, self.beta)
+
+    def forward_states(self, k: torch.Tensor, v: torch.Tensor, start: ProductState | None):
+        """(s, d) of Σ u(lag) k vᵀ at the start of chunks 0 … n_chunks (the last = after the segment), each
+        (B, H, n_chunks + 1, D, M); d is None when β = 0. ``start`` is the state before the segment."""
+        beta, C, nc, M = self.beta, self.C, self.n_chunks, v.shape[-1]
+        kt = k.transpose(-1, -2)
+        # Chunk totals seen from the chunk's end: σ = Σ_a u(C−1−a) k_a v_aᵀ, δ = Σ_a β^{C−1−a} k_a v_aᵀ.
+        if beta == 0.0:
+            sigma, delta = kt @ v, None
         else:
-            sigma = (xy * momentum_lag_weights(far, self.beta)) @ y
-            delta = (xy * decay_weights(far, self.beta)) @ y
-        s = _chunk_matmul(self.sum_matrix, sigma, reverse)
+            sigma, delta = (kt @ torch.cat([v * self.u(self.to_end), v * self.decay(self.to_end)], -1)).split(M, -1)
+        # From chunk c' to the start of chunk r, L = (r − c' − 1)·C positions later: s ← σ + β·u(L−1)·δ, d ← β^L·δ.
+        r = torch.arange(nc + 1, device=self.device, dtype=self.dtype)[:, None]
+        gap = (r - torch.arange(nc, device=self.device, dtype=self.dtype) - 1) * C
+        earlier = gap >= 0
+        s = _chunk_matmul(earlier.to(self.dtype), sigma)
         d = None
         if delta is not None:
-            s = s + _chunk_matmul(self.carry_matrix, delta, reverse)
-            d = _chunk_matmul(self.decay_matrix, delta, reverse)
-        if start is not None:  # the state before the segment, carried to each chunk start
-            chunk_start = torch.arange(self.n_chunks, device=x.device, dtype=x.dtype)[:, None, None] * self.C
+            s = s + _chunk_matmul(torch.where(earlier, beta * self.u(gap.clamp(min=0) - 1), 0.0), delta)
+            d = _chunk_matmul(torch.where(earlier, self.decay(gap.clamp(min=0)), 0.0), delta)
+        if start is not None:  # the state before the segment, carried r·C positions on
+            at = r[:, :, None] * C
             s = s + start.s[:, :, None]
-            if start.d is not None and self.beta > 0.0:
-                s = s + (self.beta * momentum_lag_weights(chunk_start - 1, self.beta)) * start.d[:, :, None]
-                d = d + decay_weights(chunk_start, self.beta) * start.d[:, :, None]
+            if start.d is not None and beta > 0.0:
+                s = s + (beta * self.u(at - 1)) * start.d[:, :, None]
+                d = d + self.decay(at) * start.d[:, :, None]
         return s, d
 
+    def reverse_states(self, g: torch.Tensor, q: torch.Tensor, terminal: ProductState | None):
+        """(A, Y) of Σ_{i later} u(i − j) g_i q_iᵀ at the end of chunks 0 … n_chunks − 1 and, last, before the
+        segment, each (B, H, n_chunks + 1, M, D): position j, b places before a chunk's end, receives
+        u(b)·A + β^b·Y (u(b + r) = u(b) + β^{b+1}·u(r − 1)). ``terminal`` is the gradient of the state after
+        the segment, which enters key j as u(n−1−j)·Gs + β^{n−1−j}·Gd."""
+        beta, C, nc, D = self.beta, self.C, self.n_chunks, q.shape[-1]
+        gt = g.transpose(-1, -2)
+        # Chunk totals seen from the chunk's start: T = Σ_a g_a q_aᵀ, σ' = Σ_a u(a)·…, δ' = Σ_a β^a·….
+        if beta == 0.0:
+            total, sigma, delta = gt @ q, None, None
+        else:
+            both = torch.cat([q, q * self.u(self.from_start), q * self.decay(self.from_start)], -1)
+            total, sigma, delta = (gt @ both).split(D, -1)
+        r = torch.arange(nc + 1, device=self.device, dtype=self.dtype)
+        r = torch.where(r == nc, -1.0, r)[:, None]  # the last row: a virtual chunk −1, ending before the segment
+        gap = (torch.arange(nc, device=self.device, dtype=self.dtype) - r - 1) * C
+        later = gap >= 0
+        A = _chunk_matmul(later.to(self.dtype), total)
+        Y = None
+        if beta > 0.0:
+            Y = beta * (_chunk_matmul(later.to(self.dtype), sigma)
+                        + _chunk_matmul(torch.where(later, beta * self.u(gap.clamp(min=0) - 1), 0.0), delta))
+        if terminal is not None:
+            to_end = ((nc - 1 - r) * C)[:, :, None]  # from each row's chunk end to the segment's last position
+            A = A + terminal.s.transpose(-1, -2)[:, :, None]
+            if beta > 0.0:
+                Y = Y + (beta * self.u(to_end - 1)) * terminal.s.transpose(-1, -2)[:, :, None]
+            if terminal.d is not None:
+                Gd = self.decay(to_end) * terminal.d.transpose(-1, -2)[:, :, None]
+                Y = Gd if Y is None else Y + Gd
+        return A, Y
 
-def _chunk_matmul(matrix: torch.Tensor, x: torch.Tensor, reverse: bool) -> torch.Tensor:
-    """Σ_c' matrix[c, c'] x_c' over the chunk axis of (B, H, n_chunks, Dx, Dy); ``reverse`` uses matrixᵀ."""
+
+def _chunk_matmul(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Σ_c' matrix[r, c'] x_c' over the chunk axis of x (B, H, n_chunks, Dx, Dy) → (B, H, rows, Dx, Dy)."""
     B, H, nc, Dx, Dy = x.shape
-    m = matrix.T if reverse else matrix
-    return (m @ x.reshape(B, H, nc, Dx * Dy)).reshape(B, H, nc, Dx, Dy)
+    return (matrix @ x.reshape(B, H, nc, Dx * Dy)).reshape(B, H, matrix.shape[0], Dx, Dy)
 
 
-def advance(state: ProductState | None, k: torch.Tensor, v: torch.Tensor, beta: float, keep_d: bool) -> ProductState:
-    """The state after the L positions of k (B, H, L, D), v (B, H, L, M), starting from ``state`` (module docstring)."""
-    L = k.shape[2]
-    to_end = torch.arange(L - 1, -1, -1, device=k.device, dtype=k.dtype)[:, None]
-    kt = k.transpose(-1, -2)
-    s = (kt * momentum_lag_weights(to_end, beta).T) @ v if beta > 0.0 else kt @ v
-    d = (kt * decay_weights(to_end, beta).T) @ v if keep_d else None
-    if state is not None:
-        s = s + state.s
-        if state.d is not None and beta > 0.0:
-            s = s + (beta * _scalar_u(L - 1, beta)) * state.d
-        if keep_d and state.d is not None:
-            d = d + (beta**L) * state.d
-    return ProductState(s, d)
-
-
-def _forward(q, k, v, beta, chunk_size, state=None, final=False, keep_d=False):
-    """One segment: out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + (what ``state`` carries), and the state after it."""
+def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
+    """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
+    carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
     ch = _Chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc = ch.split(q), ch.split(k), ch.split(v)
-    scores = qc @ kc.transpose(-1, -2)
-    out = scores.mul_(ch.intra) @ vc
-    del scores
-    if ch.n_chunks > 1 or state is not None:
-        s, d = ch.states(kc, vc, reverse=False, start=state)
-        out += qc @ s
-        if d is not None:
-            out += ch.carry(reverse=False) * (qc @ d)
-    out = ch.join(out)
-    return out, (advance(state, k, v, beta, keep_d) if final else None)
+    out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
+    s, d = ch.forward_states(kc, vc, state)
+    out += qc @ s[:, :, :-1]
+    if d is not None:  # a position a places into its chunk reads the chunk-start state as s + β·u(a)·d
+        out += (beta * ch.u(ch.from_start)) * (qc @ d[:, :, :-1])
+    final = ProductState(s[:, :, -1], None if d is None else d[:, :, -1])
+    if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
+        final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
+    return ch.join(out), final
 
 
 def _backward(q, k, v, g, beta, chunk_size, needs, state=None, grad_final=None):
     """∇q, ∇k, ∇v of eqs. 13–15 on one segment, and the gradient of its starting ``state``.
 
     ``grad_final`` is the gradient of the state after the segment (from later segments, or from a
-    caller that used the final state); it reaches key j through the weights u(n−1−j) and β^{n−1−j}.
+    caller that used the final state).
     """
-    n = q.shape[2]
-    ch = _Chunking(n, chunk_size, beta, q.dtype, q.device)
+    ch = _Chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc, gc = (ch.split(t) for t in (q, k, v, g))
     gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     dq = dk = dv = None
     if needs[0]:
-        dq = gv @ kc
-        if ch.n_chunks > 1 or state is not None:
-            s, d = ch.states(kc, vc, reverse=False, start=state)  # Σ u k vᵀ, as in the forward pass
-            dq += gc @ s.transpose(-1, -2)
-            if d is not None:
-                dq += ch.carry(reverse=False) * (gc @ d.transpose(-1, -2))
-            del s, d
-        dq = ch.join(dq)
-    if needs[1] or needs[2]:
-        if ch.n_chunks > 1:
-            s, d = ch.states(gc, qc, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
-        if needs[1]:
-            dk = gv.transpose(-1, -2) @ qc
-            if ch.n_chunks > 1:
-                dk += vc @ s
-                if d is not None:
-                    dk += ch.carry(reverse=True) * (vc @ d)
-            dk = ch.join(dk)
-        del gv
-        if needs[2]:
-            qk = (qc @ kc.transpose(-1, -2)).mul_(ch.intra)
-            dv = qk.transpose(-1, -2) @ gc
-            del qk
-            if ch.n_chunks > 1:
-                dv += kc @ s.transpose(-1, -2)
-                if d is not None:
-                    dv += ch.carry(reverse=True) * (kc @ d.transpose(-1, -2))
-            dv = ch.join(dv)
-    if grad_final is not None:
-        _add_final_state_gradient(dk, dv, k, v, beta, grad_final)
-    grad_state = _initial_state_gradient(q, g, beta, grad_final) if needs[3] else None
-    return dq, dk, dv, grad_state
-
-
-def _add_final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState) -> None:
-    """Key j enters the final state as u(n−1−j)·k_j v_jᵀ in s and β^{n−1−j}·k_j v_jᵀ in d."""
-    to_end = torch.arange(k.shape[2] - 1, -1, -1, device=k.device, dtype=k.dtype)[:, None]
-    terms = [(momentum_lag_weights(to_end, beta), grad_final.s)]
-    if grad_final.d is not None:
-        terms.append((decay_weights(to_end, beta), grad_final.d))
-    for w, G in terms:
-        if dk is not None:
-            dk.add_(w * (v @ G.transpose(-1, -2)))
-        if dv is not None:
-            dv.add_(w * (k @ G))
-
-
-def _initial_state_gradient(q, g, beta, grad_final: ProductState | None) -> ProductState:
-    """Output i reads the starting state as s + β·u(i)·d; the final state holds it as s + β·u(n−1)·d, β^n·d."""
-    n = q.shape[2]
-    qt = q.transpose(-1, -2)
-    gs = qt @ g
-    pos = torch.arange(n, device=q.device, dtype=q.dtype)[None, :]
-    gd = (qt * (beta * momentum_lag_weights(pos, beta))) @ g if beta > 0.0 else torch.zeros_like(gs)
-    if grad_final is not None:
-        gs = gs + grad_final.s
-        gd = gd + (beta * _scalar_u(n - 1, beta)) * grad_final.s
-        if grad_final.d is not None:
-            gd = gd + (beta**n) * grad_final.d
-    return ProductState(gs, gd)
+        s, d = ch.forward_states(kc, vc, state)  # Σ u k vᵀ, as in the forward pass
+        dq = gv @ kc + gc @ s[:, :, :-1].transpose(-1, -2)
+        if d is not None:
+            dq += (beta * ch.u(ch.from_start)) * (gc @ d[:, :, :-1].transpose(-1, -2))
+        del s, d
+    A, Y = ch.reverse_states(gc, qc, grad_final)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+    u_b, decay_b = ch.u(ch.to_end), ch.decay(ch.to_end)
+    if needs[1]:
+        dk = gv.transpose(-1, -2) @ qc + u_b * (vc @ A[:, :, :-1])
+        if Y is not None:
+            dk += decay_b * (vc @ Y[:, :, :-1])
+    del gv
+    if needs[2]:
+        dv = (qc @ kc.transpose(-1, -2)).mul_(ch.intra).transpose(-1, -2) @ gc
+        dv += u_b * (kc @ A[:, :, :-1].transpose(-1, -2))
+        if Y is not None:
+            dv += decay_b * (kc @ Y[:, :, :-1].transpose(-1, -2))
+    start = A[:, :, -1].transpose(-1, -2)
+    grad_state = ProductState(start, torch.zeros_like(start) if Y is None else Y[:, :, -1].transpose(-1, -2))
+    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), grad_state if needs[3] else None)
 
 
 def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
@@ -273,16 +247,14 @@ def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.T
     return ch.join(local)
 
 
-def _forward_segments(q, k, v, beta, chunk_size, state, final):
+def _forward_segments(q, k, v, beta, chunk_size, state):
     """Segments in order; returns the output, the state at each segment start, and the final state."""
     out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
     starts, parts = [], segments(q.shape[2], chunk_size)
     keep_d = beta > 0.0 or (state is not None and state.d is not None)
-    for i, sl in enumerate(parts):
+    for sl in parts:
         starts.append(state)
-        last = i == len(parts) - 1
-        out[:, :, sl], state = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state,
-                                        final=final or not last, keep_d=keep_d)
+        out[:, :, sl], state = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state, keep_d)
     return out, starts, state
 
 
@@ -298,7 +270,7 @@ class CausalProduct(torch.autograd.Function):
     def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):  # noqa: D102 (documented above)
         dtype = compute_dtype(q.dtype)
         state = None if s0 is None else ProductState(s0, d0)
-        out, starts, last = _forward_segments(q.to(dtype), k.to(dtype), v.to(dtype), beta, chunk_size, state, final)
+        out, starts, last = _forward_segments(q.to(dtype), k.to(dtype), v.to(dtype), beta, chunk_size, state)
         ctx.save_for_backward(q, k, v)
         ctx.beta, ctx.chunk_size, ctx.starts, ctx.has_d = beta, chunk_size, starts, d0 is not None
         if not final:
