@@ -26,7 +26,9 @@ from torch.autograd.function import once_differentiable
 from lra_kit.attention.causal_product import (
     ProductState,
     _backward,
+    _final_state_gradient,
     _forward,
+    _initial_state_gradient,
     compute_dtype,
     prefix_sum,
     segments,
@@ -90,12 +92,12 @@ class CausalKernelAttention(torch.autograd.Function):
         q, k, v, keep, out = ctx.saved_tensors
         needs = ctx.needs_input_grad
         dtype, beta, gamma, C = compute_dtype(q.dtype), ctx.beta, ctx.gamma, ctx.chunk_size
-        carry, gz = None, None
+        final, gz = None, None
         if grad_final:
-            carry = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
+            final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
             gz = grad_final[2]
         dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
-        parts = segments(q.shape[2], C)
+        n, parts, later = q.shape[2], segments(q.shape[2], C), None
         for i in range(len(parts) - 1, -1, -1):
             sl, (start, z0) = parts[i], ctx.starts[i]
             ks = None if keep is None else keep[:, None, sl, None]
@@ -107,9 +109,10 @@ class CausalKernelAttention(torch.autograd.Function):
             g = grad[:, :, sl].to(dtype)
             g_num = g * (gamma / den)  # ∂out/∂numerator
             h = -(g * out[:, :, sl].to(dtype)).sum(-1, keepdim=True) / den  # ∂out/∂den = −out/den
-            need_start = i > 0 or any(needs[4:7])
-            dfq, dfk, dvs, carry = _backward(fq, fk, vs, g_num, beta, C, (needs[0], needs[1], needs[2], need_start),
-                                             start, carry)
+            dfq, dfk, dvs, later = _backward(fq, fk, vs, g_num, beta, C, needs[:3], start, later)
+            if final is not None:
+                to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
+                _final_state_gradient(dfk, dvs, fk, vs, beta, final, to_end)
             # den_i = φ(q_i)·z_i: ∇φ(q_i) += h_i z_i, ∇φ(k_j) += Σ_{i≥j} h_i φ(q_i) (+ the final z's gradient)
             if dfq is not None:
                 dfq += h * z
@@ -126,8 +129,9 @@ class CausalKernelAttention(torch.autograd.Function):
             _phi_backward(phi_q, phi_k, qs, kk, dfq, dfk, dq, dk, sl)
             if dv is not None:
                 dv[:, :, sl] = dvs
-        ds0 = carry.s if needs[4] else None
-        dd0 = carry.d if (needs[5] and ctx.has_d) else None
+        initial = _initial_state_gradient(later, beta, n, final) if any(needs[4:6]) else None
+        ds0 = initial.s if needs[4] else None
+        dd0 = initial.d if (needs[5] and ctx.has_d) else None
         dz0 = gz if needs[6] else None
         return dq, dk, dv, None, ds0, dd0, dz0, None, None, None, None, None, None, None
 

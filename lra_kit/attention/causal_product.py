@@ -37,6 +37,7 @@ Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-m
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -76,6 +77,10 @@ def decay_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
     return (lag == 0).to(lag.dtype) if beta == 0.0 else torch.exp(lag * math.log(beta))
 
 
+def _scalar_u(x: int, beta: float) -> float:
+    return float(x + 1 > 0) if beta == 0.0 else (1.0 - beta ** (x + 1)) / (1.0 - beta)
+
+
 def segments(n: int, chunk_size: int) -> list[slice]:
     """Consecutive slices covering range(n): SEGMENT_CHUNKS whole chunks each, and a last one shorter than a
     chunk for the remainder — so that no segment ends inside a padded chunk."""
@@ -90,17 +95,45 @@ def segments(n: int, chunk_size: int) -> list[slice]:
 
 
 class _Chunking:
-    """Chunk geometry of one segment and the weights shared by the forward and backward passes."""
+    """Chunk geometry of one segment and every weight the forward and backward passes share (cached)."""
 
     def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
-        self.n, self.beta, self.dtype, self.device = n, beta, dtype, device
+        self.n, self.beta = n, beta
         self.C = C = max(1, min(chunk_size, n))
-        self.n_chunks = -(-n // C)
-        self.pad = self.n_chunks * C - n
+        self.n_chunks = nc = -(-n // C)
+        self.pad = nc * C - n
         pos = torch.arange(C, device=device, dtype=dtype)
         lag = pos[:, None] - pos[None, :]
         self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
-        self.from_start, self.to_end = pos[:, None], (C - 1) - pos[:, None]  # (C, 1) columns
+        from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
+        c = torch.arange(nc, device=device, dtype=dtype)
+        # Forward: rows 0 … nc−1 are chunk starts, row nc is the end of the segment; reverse in time: rows
+        # 0 … nc−1 are chunk ends, row nc is the start of the segment (a virtual chunk −1 ending there).
+        rows = torch.arange(nc + 1, device=device, dtype=dtype)[:, None]
+        rows_rev = torch.where(rows == nc, -1.0, rows)
+        self.forward = self._direction(beta, C, (rows - c - 1) * C, rows * C, to_end, from_start)
+        self.reverse = self._direction(beta, C, (c - rows_rev - 1) * C, (nc - 1 - rows_rev) * C, from_start, to_end)
+
+    @staticmethod
+    def _direction(beta, C, gap, boundary_distance, far, near):
+        """Weights of one direction of the module docstring's recurrence.
+
+        far: a position's distance to the chunk boundary its chunk's totals are taken at; gap: positions
+        between chunk c' and row r's boundary (≥ 0 where c' contributes); boundary_distance: from the
+        segment's own boundary to row r's; near: a position's distance to the boundary it reads a state at.
+        """
+        u = lambda x: momentum_lag_weights(x, beta)  # noqa: E731
+        reach = gap >= 0
+        g = gap.clamp(min=0)
+        return dict(
+            w_sigma=u(far).T, w_delta=decay_weights(far, beta).T,  # (1, C): σ = Σ u(far) x yᵀ, δ = Σ β^far x yᵀ
+            sum=reach.to(gap.dtype),  # s ← σ ...
+            carry=torch.where(reach, beta * u(g - 1), 0.0),  # ... + β·u(L − 1)·δ
+            decay=torch.where(reach, decay_weights(g, beta), 0.0),  # d ← β^L·δ
+            start_carry=(beta * u(boundary_distance - 1))[:, :, None],
+            start_decay=decay_weights(boundary_distance, beta)[:, :, None],
+            read=(beta * u(near)),  # (C, 1): position reads a boundary state as s + β·u(near)·d
+        )
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -111,70 +144,38 @@ class _Chunking:
     def join(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
 
-    def u(self, lag: torch.Tensor) -> torch.Tensor:
-        return momentum_lag_weights(lag, self.beta)
+    def states(self, x: torch.Tensor, y: torch.Tensor, start: ProductState | None, reverse: bool):
+        """(s, d) of Σ u(lag) x yᵀ at every chunk boundary, (B, H, n_chunks + 1, Dx, Dy) each (d None at β = 0).
 
-    def decay(self, lag: torch.Tensor) -> torch.Tensor:
-        return decay_weights(lag, self.beta)
-
-    def forward_states(self, k: torch.Tensor, v: torch.Tensor, start: ProductState | None):
-        """(s, d) of Σ u(lag) k vᵀ at the start of chunks 0 … n_chunks (the last = after the segment), each
-        (B, H, n_chunks + 1, D, M); d is None when β = 0. ``start`` is the state before the segment."""
-        beta, C, nc, M = self.beta, self.C, self.n_chunks, v.shape[-1]
-        kt = k.transpose(-1, -2)
-        # Chunk totals seen from the chunk's end: σ = Σ_a u(C−1−a) k_a v_aᵀ, δ = Σ_a β^{C−1−a} k_a v_aᵀ.
-        if beta == 0.0:
-            sigma, delta = kt @ v, None
+        Forward: at each chunk's start, then after the segment; ``start`` = the state before the segment.
+        Reverse in time: at each chunk's end, then before the segment; ``start`` = the state after it.
+        """
+        w = self.reverse if reverse else self.forward
+        xt = x.transpose(-1, -2)
+        if self.beta == 0.0:
+            s, d = _chunk_matmul(w["sum"], xt @ y), None
         else:
-            sigma, delta = (kt @ torch.cat([v * self.u(self.to_end), v * self.decay(self.to_end)], -1)).split(M, -1)
-        # From chunk c' to the start of chunk r, L = (r − c' − 1)·C positions later: s ← σ + β·u(L−1)·δ, d ← β^L·δ.
-        r = torch.arange(nc + 1, device=self.device, dtype=self.dtype)[:, None]
-        gap = (r - torch.arange(nc, device=self.device, dtype=self.dtype) - 1) * C
-        earlier = gap >= 0
-        s = _chunk_matmul(earlier.to(self.dtype), sigma)
-        d = None
-        if delta is not None:
-            s = s + _chunk_matmul(torch.where(earlier, beta * self.u(gap.clamp(min=0) - 1), 0.0), delta)
-            d = _chunk_matmul(torch.where(earlier, self.decay(gap.clamp(min=0)), 0.0), delta)
-        if start is not None:  # the state before the segment, carried r·C positions on
-            at = r[:, :, None] * C
+            sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
+            s = _chunk_matmul(w["sum"], sigma).add_(_chunk_matmul(w["carry"], delta))
+            d = _chunk_matmul(w["decay"], delta)
+        if start is not None:
             s = s + start.s[:, :, None]
-            if start.d is not None and beta > 0.0:
-                s = s + (beta * self.u(at - 1)) * start.d[:, :, None]
-                d = d + self.decay(at) * start.d[:, :, None]
+            if start.d is not None and self.beta > 0.0:
+                s += w["start_carry"] * start.d[:, :, None]
+                d += w["start_decay"] * start.d[:, :, None]
         return s, d
 
-    def reverse_states(self, g: torch.Tensor, q: torch.Tensor, terminal: ProductState | None):
-        """(A, Y) of Σ_{i later} u(i − j) g_i q_iᵀ at the end of chunks 0 … n_chunks − 1 and, last, before the
-        segment, each (B, H, n_chunks + 1, M, D): position j, b places before a chunk's end, receives
-        u(b)·A + β^b·Y (u(b + r) = u(b) + β^{b+1}·u(r − 1)). ``terminal`` is the gradient of the state after
-        the segment, which enters key j as u(n−1−j)·Gs + β^{n−1−j}·Gd."""
-        beta, C, nc, D = self.beta, self.C, self.n_chunks, q.shape[-1]
-        gt = g.transpose(-1, -2)
-        # Chunk totals seen from the chunk's start: T = Σ_a g_a q_aᵀ, σ' = Σ_a u(a)·…, δ' = Σ_a β^a·….
-        if beta == 0.0:
-            total, sigma, delta = gt @ q, None, None
-        else:
-            both = torch.cat([q, q * self.u(self.from_start), q * self.decay(self.from_start)], -1)
-            total, sigma, delta = (gt @ both).split(D, -1)
-        r = torch.arange(nc + 1, device=self.device, dtype=self.dtype)
-        r = torch.where(r == nc, -1.0, r)[:, None]  # the last row: a virtual chunk −1, ending before the segment
-        gap = (torch.arange(nc, device=self.device, dtype=self.dtype) - r - 1) * C
-        later = gap >= 0
-        A = _chunk_matmul(later.to(self.dtype), total)
-        Y = None
-        if beta > 0.0:
-            Y = beta * (_chunk_matmul(later.to(self.dtype), sigma)
-                        + _chunk_matmul(torch.where(later, beta * self.u(gap.clamp(min=0) - 1), 0.0), delta))
-        if terminal is not None:
-            to_end = ((nc - 1 - r) * C)[:, :, None]  # from each row's chunk end to the segment's last position
-            A = A + terminal.s.transpose(-1, -2)[:, :, None]
-            if beta > 0.0:
-                Y = Y + (beta * self.u(to_end - 1)) * terminal.s.transpose(-1, -2)[:, :, None]
-            if terminal.d is not None:
-                Gd = self.decay(to_end) * terminal.d.transpose(-1, -2)[:, :, None]
-                Y = Gd if Y is None else Y + Gd
-        return A, Y
+    def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
+        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
+        out = x @ s
+        if d is not None:
+            out += (self.reverse if reverse else self.forward)["read"] * (x @ d)
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device) -> _Chunking:
+    return _Chunking(n, chunk_size, beta, dtype, device)
 
 
 def _chunk_matmul(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -186,50 +187,68 @@ def _chunk_matmul(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
     """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
     carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
-    ch = _Chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc = ch.split(q), ch.split(k), ch.split(v)
     out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
-    s, d = ch.forward_states(kc, vc, state)
-    out += qc @ s[:, :, :-1]
-    if d is not None:  # a position a places into its chunk reads the chunk-start state as s + β·u(a)·d
-        out += (beta * ch.u(ch.from_start)) * (qc @ d[:, :, :-1])
+    s, d = ch.states(kc, vc, state, reverse=False)
+    out += ch.read(qc, s[:, :, :-1], None if d is None else d[:, :, :-1], reverse=False)
     final = ProductState(s[:, :, -1], None if d is None else d[:, :, -1])
     if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
         final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
     return ch.join(out), final
 
 
-def _backward(q, k, v, g, beta, chunk_size, needs, state=None, grad_final=None):
-    """∇q, ∇k, ∇v of eqs. 13–15 on one segment, and the gradient of its starting ``state``.
+def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None):
+    """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
 
-    ``grad_final`` is the gradient of the state after the segment (from later segments, or from a
-    caller that used the final state).
+    ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
+    u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
     """
-    ch = _Chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc, gc = (ch.split(t) for t in (q, k, v, g))
     gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     dq = dk = dv = None
     if needs[0]:
-        s, d = ch.forward_states(kc, vc, state)  # Σ u k vᵀ, as in the forward pass
-        dq = gv @ kc + gc @ s[:, :, :-1].transpose(-1, -2)
-        if d is not None:
-            dq += (beta * ch.u(ch.from_start)) * (gc @ d[:, :, :-1].transpose(-1, -2))
-        del s, d
-    A, Y = ch.reverse_states(gc, qc, grad_final)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
-    u_b, decay_b = ch.u(ch.to_end), ch.decay(ch.to_end)
+        s, d = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
+        s, d = s[:, :, :-1].transpose(-1, -2), None if d is None else d[:, :, :-1].transpose(-1, -2)
+        dq = gv @ kc + ch.read(gc, s, d, reverse=False)
+    s, d = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+    before = ProductState(s[:, :, -1], None if d is None else d[:, :, -1])
+    s, d = s[:, :, :-1], None if d is None else d[:, :, :-1]
     if needs[1]:
-        dk = gv.transpose(-1, -2) @ qc + u_b * (vc @ A[:, :, :-1])
-        if Y is not None:
-            dk += decay_b * (vc @ Y[:, :, :-1])
+        dk = gv.transpose(-1, -2) @ qc + ch.read(vc, s, d, reverse=True)
     del gv
     if needs[2]:
-        dv = (qc @ kc.transpose(-1, -2)).mul_(ch.intra).transpose(-1, -2) @ gc
-        dv += u_b * (kc @ A[:, :, :-1].transpose(-1, -2))
-        if Y is not None:
-            dv += decay_b * (kc @ Y[:, :, :-1].transpose(-1, -2))
-    start = A[:, :, -1].transpose(-1, -2)
-    grad_state = ProductState(start, torch.zeros_like(start) if Y is None else Y[:, :, -1].transpose(-1, -2))
-    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), grad_state if needs[3] else None)
+        qk = (qc @ kc.transpose(-1, -2)).mul_(ch.intra)
+        dv = qk.transpose(-1, -2) @ gc + ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2),
+                                                 reverse=True)
+    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before)
+
+
+def _final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState, to_end: torch.Tensor) -> None:
+    """Key j enters the final state as u(n−1−j)·k_j v_jᵀ in s and β^{n−1−j}·k_j v_jᵀ in d (``to_end`` = n−1−j)."""
+    terms = [(momentum_lag_weights(to_end, beta), grad_final.s)]
+    if grad_final.d is not None:
+        terms.append((decay_weights(to_end, beta), grad_final.d))
+    for w, G in terms:
+        if dk is not None:
+            dk += w * (v @ G.transpose(-1, -2))
+        if dv is not None:
+            dv += w * (k @ G)
+
+
+def _initial_state_gradient(later: ProductState, beta: float, n: int, grad_final: ProductState | None) -> ProductState:
+    """Output i reads the initial state as s_0 + β·u(i)·d_0; the final state holds it as s_0 + β·u(n−1)·d_0 and
+    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ); Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
+    s_rev, d_rev = later.s.transpose(-1, -2), None if later.d is None else later.d.transpose(-1, -2)
+    gs = s_rev if d_rev is None else (1.0 - beta) * s_rev + beta * d_rev
+    gd = beta * s_rev
+    if grad_final is not None:
+        gs = gs + grad_final.s
+        gd = gd + (beta * _scalar_u(n - 1, beta)) * grad_final.s
+        if grad_final.d is not None:
+            gd = gd + (beta**n) * grad_final.d
+    return ProductState(gs, gd)
 
 
 def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
@@ -239,7 +258,7 @@ def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.T
     inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
     not the last one is several times slower.
     """
-    ch = _Chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
+    ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
     local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
     if ch.n_chunks > 1:
         totals = local[:, :, :, -1:]
@@ -285,22 +304,25 @@ class CausalProduct(torch.autograd.Function):
         dtype = compute_dtype(q.dtype)
         q, k, v, grad = (t.to(dtype) for t in (q, k, v, grad))
         needs = (*ctx.needs_input_grad, False, False, False)[:8]  # s0, d0, final may have been left out
-        carry = None
+        final = None
         if grad_final and grad_final[0] is not None:
-            carry = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
+            final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
         dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
-        parts = segments(q.shape[2], ctx.chunk_size)
+        n, parts, later = q.shape[2], segments(q.shape[2], ctx.chunk_size), None
         for i in range(len(parts) - 1, -1, -1):
-            sl, start = parts[i], ctx.starts[i]
-            need_start = i > 0 or any(needs[5:7])
-            dqs, dks, dvs, carry = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
-                                             ctx.chunk_size, (*needs[:3], need_start), start, carry)
+            sl = parts[i]
+            dqs, dks, dvs, later = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
+                                             ctx.chunk_size, needs[:3], ctx.starts[i], later)
+            if final is not None:
+                to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
+                _final_state_gradient(dks, dvs, k[:, :, sl], v[:, :, sl], ctx.beta, final, to_end)
             for full, part in ((dq, dqs), (dk, dks), (dv, dvs)):
                 if full is not None:
                     full[:, :, sl] = part
         cast = lambda t, like: None if t is None else t.to(like.dtype)  # noqa: E731
-        ds0 = carry.s if needs[5] else None
-        dd0 = carry.d if (needs[6] and ctx.has_d) else None
+        start = _initial_state_gradient(later, ctx.beta, n, final) if any(needs[5:7]) else None
+        ds0 = start.s if needs[5] else None
+        dd0 = start.d if (needs[6] and ctx.has_d) else None
         grads = (cast(dq, q), cast(dk, k), cast(dv, v), None, None, ds0, dd0, None)
         return grads[: len(ctx.needs_input_grad)]
 
