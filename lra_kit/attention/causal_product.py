@@ -19,11 +19,10 @@ Every coefficient is positive, so unlike the split "γ/(1−β)·(S − βD)" no
 float32 stays accurate at β = 0.999.
 
 Forward (chunks of C positions). Inside a chunk the product is a small masked matrix
-product; across chunks it needs the state at each chunk start. Those come from the chunk
-totals through small (chunks × chunks) matrices of the same positive coefficients, inside a
-*segment* of at most ``SEGMENT_CHUNKS`` chunks; segments are visited in order, each starting
-from the state its predecessor ended with. (So the temporaries of one pass are the size of a
-segment, not of the sequence.)
+product; across chunks it needs the state at each chunk start, which the recurrence above
+carries from one chunk boundary to the next, inside a *segment* of at most ``SEGMENT_CHUNKS``
+chunks; segments are visited in order, each starting from the state its predecessor ended
+with. (So the temporaries of one pass are the size of a segment, not of the sequence.)
 
 Backward (eqs. 13–15). The weights depend only on the lag i − j, so each gradient is again
 a weighted causal product, forward in time for ∇q and backward in time for ∇k and ∇v:
@@ -106,34 +105,12 @@ class _Chunking:
         lag = pos[:, None] - pos[None, :]
         self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
         from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
-        c = torch.arange(nc, device=device, dtype=dtype)
-        # Forward: rows 0 … nc−1 are chunk starts, row nc is the end of the segment; reverse in time: rows
-        # 0 … nc−1 are chunk ends, row nc is the start of the segment (a virtual chunk −1 ending there).
-        rows = torch.arange(nc + 1, device=device, dtype=dtype)[:, None]
-        rows_rev = torch.where(rows == nc, -1.0, rows)
-        self.forward = self._direction(beta, C, (rows - c - 1) * C, rows * C, to_end, from_start)
-        self.reverse = self._direction(beta, C, (c - rows_rev - 1) * C, (nc - 1 - rows_rev) * C, from_start, to_end)
-
-    @staticmethod
-    def _direction(beta, C, gap, boundary_distance, far, near):
-        """Weights of one direction of the module docstring's recurrence.
-
-        far: a position's distance to the chunk boundary its chunk's totals are taken at; gap: positions
-        between chunk c' and row r's boundary (≥ 0 where c' contributes); boundary_distance: from the
-        segment's own boundary to row r's; near: a position's distance to the boundary it reads a state at.
-        """
-        u = lambda x: momentum_lag_weights(x, beta)  # noqa: E731
-        reach = gap >= 0
-        g = gap.clamp(min=0)
-        return dict(
-            w_sigma=u(far).T, w_delta=decay_weights(far, beta).T,  # (1, C): σ = Σ u(far) x yᵀ, δ = Σ β^far x yᵀ
-            sum=reach.to(gap.dtype),  # s ← σ ...
-            carry=torch.where(reach, beta * u(g - 1), 0.0),  # ... + β·u(L − 1)·δ
-            decay=torch.where(reach, decay_weights(g, beta), 0.0),  # d ← β^L·δ
-            start_carry=(beta * u(boundary_distance - 1))[:, :, None],
-            start_decay=decay_weights(boundary_distance, beta)[:, :, None],
-            read=(beta * u(near)),  # (C, 1): position reads a boundary state as s + β·u(near)·d
-        )
+        self.forward = dict(w_sigma=momentum_lag_weights(to_end, beta).T, w_delta=decay_weights(to_end, beta).T,
+                            read=beta * momentum_lag_weights(from_start, beta))
+        self.reverse = dict(w_sigma=momentum_lag_weights(from_start, beta).T, w_delta=decay_weights(from_start, beta).T,
+                            read=beta * momentum_lag_weights(to_end, beta))
+        # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
+        # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -145,25 +122,36 @@ class _Chunking:
         return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
 
     def states(self, x: torch.Tensor, y: torch.Tensor, start: ProductState | None, reverse: bool):
-        """(s, d) of Σ u(lag) x yᵀ at every chunk boundary, (B, H, n_chunks + 1, Dx, Dy) each (d None at β = 0).
+        """(s, d) of Σ u(lag) x yᵀ at each chunk's boundary, (B, H, n_chunks, Dx, Dy) each (d None at β = 0), and
+        the state at the segment's far end.
 
-        Forward: at each chunk's start, then after the segment; ``start`` = the state before the segment.
-        Reverse in time: at each chunk's end, then before the segment; ``start`` = the state after it.
+        Forward: at each chunk's start; ``start`` = the state before the segment; far end = after it.
+        Reverse in time: at each chunk's end; ``start`` = the state after the segment; far end = before it.
         """
-        w = self.reverse if reverse else self.forward
+        beta, nc = self.beta, self.n_chunks
         xt = x.transpose(-1, -2)
-        if self.beta == 0.0:
-            s, d = _chunk_matmul(w["sum"], xt @ y), None
+        w = self.reverse if reverse else self.forward
+        if beta == 0.0:
+            sigma, delta = xt @ y, None
         else:
             sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
-            s = _chunk_matmul(w["sum"], sigma).add_(_chunk_matmul(w["carry"], delta))
-            d = _chunk_matmul(w["decay"], delta)
-        if start is not None:
-            s = s + start.s[:, :, None]
-            if start.d is not None and self.beta > 0.0:
-                s += w["start_carry"] * start.d[:, :, None]
-                d += w["start_decay"] * start.d[:, :, None]
-        return s, d
+        s, d = torch.empty_like(sigma), None if delta is None else torch.empty_like(delta)
+        for t, t0 in ((s, None if start is None else start.s), (d, None if start is None else start.d)):
+            if t is not None:
+                first = t[:, :, nc - 1 if reverse else 0]
+                first.zero_() if t0 is None else first.copy_(t0)
+        # The heavy-ball recurrence of eq. 12 from one chunk boundary to the next, C positions on:
+        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
+        order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
+        step_s, step_d = beta * _scalar_u(self.C - 1, beta), beta**self.C
+        for prev, c in zip(order, order[1:] + [None]):
+            s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
+                s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
+            if d is not None:
+                s_next.add_(d[:, :, prev], alpha=step_s)
+                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d, out=None if c is None else d[:, :, c])
+        far = ProductState(s_next, d_next if d is not None else None)
+        return s, d, far
 
     def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
         """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
@@ -178,21 +166,14 @@ def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: 
     return _Chunking(n, chunk_size, beta, dtype, device)
 
 
-def _chunk_matmul(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """Σ_c' matrix[r, c'] x_c' over the chunk axis of x (B, H, n_chunks, Dx, Dy) → (B, H, rows, Dx, Dy)."""
-    B, H, nc, Dx, Dy = x.shape
-    return (matrix @ x.reshape(B, H, nc, Dx * Dy)).reshape(B, H, matrix.shape[0], Dx, Dy)
-
-
 def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
     """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
     carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc = ch.split(q), ch.split(k), ch.split(v)
     out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
-    s, d = ch.states(kc, vc, state, reverse=False)
-    out += ch.read(qc, s[:, :, :-1], None if d is None else d[:, :, :-1], reverse=False)
-    final = ProductState(s[:, :, -1], None if d is None else d[:, :, -1])
+    s, d, final = ch.states(kc, vc, state, reverse=False)
+    out += ch.read(qc, s, d, reverse=False)
     if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
         final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
     return ch.join(out), final
@@ -209,12 +190,10 @@ def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None):
     gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     dq = dk = dv = None
     if needs[0]:
-        s, d = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
-        s, d = s[:, :, :-1].transpose(-1, -2), None if d is None else d[:, :, :-1].transpose(-1, -2)
-        dq = gv @ kc + ch.read(gc, s, d, reverse=False)
-    s, d = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
-    before = ProductState(s[:, :, -1], None if d is None else d[:, :, -1])
-    s, d = s[:, :, :-1], None if d is None else d[:, :, :-1]
+        s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
+        dq = gv @ kc + ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        del s, d
+    s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
     if needs[1]:
         dk = gv.transpose(-1, -2) @ qc + ch.read(vc, s, d, reverse=True)
     del gv
