@@ -200,7 +200,7 @@ def test_causal_attention_saves_only_inputs_and_output():
     """No φ(Q), φ(K), masked or ones-extended copy and no per-chunk state is kept for backward."""
     from test_attention_linear import _bytes_saved_for_backward
 
-    N, D = 1000, 32  # one segment
+    N, D = 1000, 32
     q, k, v = rand_qkv(1, 2, N, D, dtype=torch.float32, requires_grad=True)
     for fn in (lambda q, k, v: linear_attention(q, k, v, causal=True),
                lambda q, k, v: momentum_attention(q, k, v, beta=0.6, causal=True)):

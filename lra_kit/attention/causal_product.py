@@ -81,12 +81,14 @@ def _scalar_u(x: int, beta: float) -> float:
 
 
 def segments(n: int, chunk_size: int) -> list[slice]:
-    """Consecutive slices covering range(n): SEGMENT_CHUNKS whole chunks each, and a last one shorter than a
-    chunk for the remainder — so that no segment ends inside a padded chunk."""
+    """Consecutive slices covering range(n): whole chunks, about n/16 positions each (2 to SEGMENT_CHUNKS chunks:
+    temporaries stay a small part of the output, per-segment overhead a small part of the work), and a last one
+    shorter than a chunk for the remainder — so that no segment ends inside a padded chunk."""
     C = max(1, chunk_size)
+    size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
     parts = []
-    for a in range(0, n, SEGMENT_CHUNKS * C):
-        b = min(a + SEGMENT_CHUNKS * C, n)
+    for a in range(0, n, size):
+        b = min(a + size, n)
         whole = a + (b - a) // C * C
         parts += [slice(a, whole)] if whole > a else []
         parts += [slice(whole, b)] if b > whole else []
