@@ -172,7 +172,7 @@ def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
     """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
     carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    qc, kc, vc = ch.split(q), ch.split(k), ch.split(v)
+    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))  # a segment of a longer tensor: copy once, not per product
     out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
     s, d, final = ch.states(kc, vc, state, reverse=False)
     out += ch.read(qc, s, d, reverse=False)
@@ -188,21 +188,23 @@ def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None):
     u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
     """
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    qc, kc, vc, gc = (ch.split(t) for t in (q, k, v, g))
+    qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
     gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     dq = dk = dv = None
     if needs[0]:
         s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
-        dq = gv @ kc + ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        dq = gv @ kc
+        dq += ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
         del s, d
     s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
     if needs[1]:
-        dk = gv.transpose(-1, -2) @ qc + ch.read(vc, s, d, reverse=True)
+        dk = gv.transpose(-1, -2) @ qc
+        dk += ch.read(vc, s, d, reverse=True)
     del gv
     if needs[2]:
         qk = (qc @ kc.transpose(-1, -2)).mul_(ch.intra)
-        dv = qk.transpose(-1, -2) @ gc + ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2),
-                                                 reverse=True)
+        dv = qk.transpose(-1, -2) @ gc
+        dv += ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
     return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before)
 
 
