@@ -3,8 +3,8 @@ import math
 
 import pytest
 import torch
-
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
+
 from lra_kit.attention import (
     adaptive_momentum,
     linear_attention,

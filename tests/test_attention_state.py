@@ -2,8 +2,8 @@
 their gradient reaches the initial state; float16 safety; argument checks on entry."""
 import pytest
 import torch
-
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
+
 from lra_kit.attention import (
     LinearState,
     MomentumState,
@@ -129,7 +129,7 @@ def test_state_with_padding_matches_steps_over_real_tokens():
     q, k, v = rand_qkv(2, 2, 30, 3)
     mask = right_padding_mask([30, 12], 30)
     for kind in ("linear", "momentum"):
-        kw = dict(beta=0.0) if kind == "linear" else dict(beta=0.5)
+        kw = {"beta": 0.0} if kind == "linear" else {"beta": 0.5}
         _, state = run(kind, q, k, v, key_padding_mask=mask, output_final_state=True, chunk_size=8, **kw)
         _, alone = run(kind, q[1:, :, :12], k[1:, :, :12], v[1:, :, :12], output_final_state=True, **kw)
         if kind == "linear":
@@ -153,7 +153,7 @@ def test_float16_matches_float64_at_long_lengths(N, kind, causal):
     """The normaliser of N keys overflows float16 (65504) unless it accumulates in float32."""
     D = 64 if N <= 4096 else 8
     q, k, v = rand_qkv(1, 1 if N > 4096 else 2, N, D, dtype=torch.float16)
-    kw = dict(causal=causal) if kind == "linear" else dict(causal=causal, beta=0.9, gamma=0.8)
+    kw = {"causal": causal} if kind == "linear" else {"causal": causal, "beta": 0.9, "gamma": 0.8}
     attend = linear_attention if kind == "linear" else momentum_attention
     out = attend(q, k, v, **kw)
     ref = attend(q.double(), k.double(), v.double(), **kw)
@@ -183,7 +183,7 @@ def test_half_steps_keep_float32_states(dtype, kind):
 def test_fully_padded_row_gives_zero_output_and_zero_gradient(dtype, kind, causal):
     q, k, v = rand_qkv(2, 2, 40, 8, dtype=dtype, requires_grad=True)
     mask = right_padding_mask([40, 0], 40)  # the second sequence is all padding
-    kw = dict(causal=causal, key_padding_mask=mask)
+    kw = {"causal": causal, "key_padding_mask": mask}
     out = linear_attention(q, k, v, **kw) if kind == "linear" else momentum_attention(q, k, v, beta=0.6, **kw)
     (out.float() * torch.randn(out.shape)).sum().backward()
     assert torch.all(out[1] == 0)

@@ -18,7 +18,8 @@ float16/bfloat16 inputs: the normaliser of a few thousand keys overflows float16
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -63,7 +64,7 @@ class CausalKernelAttention(torch.autograd.Function):
     """out = γ·CausalProduct(φ(q), φ(k), v) / normaliser, forward and backward segment by segment (module docstring)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, keep, s0, d0, z0, phi, beta, gamma, eps, chunk_size, final, keep_d):  # noqa: D102
+    def forward(ctx, q, k, v, keep, s0, d0, z0, phi, beta, gamma, eps, chunk_size, final, keep_d):
         dtype = compute_dtype(q.dtype)
         B, H, N, _ = q.shape
         out = torch.empty(B, H, N, v.shape[-1], dtype=v.dtype, device=v.device)
@@ -88,7 +89,7 @@ class CausalKernelAttention(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad, *grad_final):  # noqa: D102
+    def backward(ctx, grad, *grad_final):
         q, k, v, keep, out = ctx.saved_tensors
         needs = ctx.needs_input_grad
         dtype, beta, gamma, C = compute_dtype(q.dtype), ctx.beta, ctx.gamma, ctx.chunk_size

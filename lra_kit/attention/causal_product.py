@@ -107,10 +107,10 @@ class _Chunking:
         lag = pos[:, None] - pos[None, :]
         self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
         from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
-        self.forward = dict(w_sigma=momentum_lag_weights(to_end, beta).T, w_delta=decay_weights(to_end, beta).T,
-                            read=beta * momentum_lag_weights(from_start, beta))
-        self.reverse = dict(w_sigma=momentum_lag_weights(from_start, beta).T, w_delta=decay_weights(from_start, beta).T,
-                            read=beta * momentum_lag_weights(to_end, beta))
+        self.forward = {"w_sigma": momentum_lag_weights(to_end, beta).T, "w_delta": decay_weights(to_end, beta).T,
+                        "read": beta * momentum_lag_weights(from_start, beta)}
+        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T, "w_delta": decay_weights(from_start, beta).T,
+                        "read": beta * momentum_lag_weights(to_end, beta)}
         # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
         # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
 
@@ -269,7 +269,7 @@ class CausalProduct(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):  # noqa: D102 (documented above)
+    def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):
         dtype = compute_dtype(q.dtype)
         state = None if s0 is None else ProductState(s0, d0)
         out, starts, last = _forward_segments(q.to(dtype), k.to(dtype), v.to(dtype), beta, chunk_size, state)
@@ -282,7 +282,7 @@ class CausalProduct(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad, *grad_final):  # noqa: D102
+    def backward(ctx, grad, *grad_final):
         q, k, v = ctx.saved_tensors
         dtype = compute_dtype(q.dtype)
         q, k, v, grad = (t.to(dtype) for t in (q, k, v, grad))
@@ -302,7 +302,7 @@ class CausalProduct(torch.autograd.Function):
             for full, part in ((dq, dqs), (dk, dks), (dv, dvs)):
                 if full is not None:
                     full[:, :, sl] = part
-        cast = lambda t, like: None if t is None else t.to(like.dtype)  # noqa: E731
+        cast = lambda t, like: None if t is None else t.to(like.dtype)
         start = _initial_state_gradient(later, ctx.beta, n, final) if any(needs[5:7]) else None
         ds0 = start.s if needs[5] else None
         dd0 = start.d if (needs[6] and ctx.has_d) else None

@@ -4,7 +4,7 @@ Every public attention function runs its checks on entry, before any work."""
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -52,7 +52,7 @@ def check_step(q_t: torch.Tensor, k_t: torch.Tensor, v_t: torch.Tensor) -> None:
         raise ValueError(f"q_t and k_t must have the same last dim, got {q_t.shape[-1]} and {k_t.shape[-1]}")
 
 
-def check_key_padding_mask(mask: Optional[torch.Tensor], k: torch.Tensor) -> None:
+def check_key_padding_mask(mask: torch.Tensor | None, k: torch.Tensor) -> None:
     """key_padding_mask: bool (batch, length), True marks padding (nn.MultiheadAttention convention)."""
     if mask is None:
         return

@@ -19,8 +19,17 @@ import math
 
 import torch
 
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product, prefix_sum
-from lra_kit.attention.checks import check_causal_lengths, check_key_padding_mask, check_momentum, check_qkv
+from lra_kit.attention.causal_product import (
+    DEFAULT_CHUNK_SIZE,
+    causal_product,
+    prefix_sum,
+)
+from lra_kit.attention.checks import (
+    check_causal_lengths,
+    check_key_padding_mask,
+    check_momentum,
+    check_qkv,
+)
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 from lra_kit.attention.linear import mapped_keys_values, normalise
 from lra_kit.attention.momentum import key_weights_from_end

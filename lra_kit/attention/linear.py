@@ -89,7 +89,9 @@ def linear_attention(
     if compat is not None and (initial_state is not None or output_final_state):
         raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
     if compat is not None:
-        from lra_kit.attention.compat import linear_compat  # compat builds on this module
+        from lra_kit.attention.compat import (
+            linear_compat,  # compat builds on this module
+        )
 
         return linear_compat(compat, q, k, v, causal=causal, feature_map=phi, key_padding_mask=key_padding_mask)
     if causal:

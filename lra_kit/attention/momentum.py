@@ -19,7 +19,11 @@ from typing import NamedTuple
 import torch
 
 from lra_kit.attention.causal_attention import KernelState, causal_kernel_attention
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, compute_dtype, momentum_lag_weights
+from lra_kit.attention.causal_product import (
+    DEFAULT_CHUNK_SIZE,
+    compute_dtype,
+    momentum_lag_weights,
+)
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_chunk_size,
@@ -108,7 +112,9 @@ def momentum_attention(
         raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
     beta, gamma = float(beta), float(gamma)
     if compat is not None:
-        from lra_kit.attention.compat import momentum_compat  # compat builds on this module
+        from lra_kit.attention.compat import (
+            momentum_compat,  # compat builds on this module
+        )
 
         return momentum_compat(compat, q, k, v, beta=beta, gamma=gamma, causal=causal, feature_map=phi,
                                key_padding_mask=key_padding_mask, eps=eps, chunk_size=chunk_size)

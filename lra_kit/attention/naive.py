@@ -7,14 +7,13 @@ cells write the same formulas out next to their derivations.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
 from lra_kit.attention.feature_maps import get_feature_map
 
 
-def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+def _key_mask(key_padding_mask: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
     """(B, 1, 1, N) float: 1 for real keys, 0 for padding."""
     if key_padding_mask is None:
         return torch.ones(like.shape[0], 1, 1, like.shape[2], dtype=like.dtype, device=like.device)
@@ -86,7 +85,7 @@ def naive_momentum_attention(
     among real keys. ``compat="authors_batched"``: W_ij = γ(1 − β^{L−j+1})/(1 − β), L the padded length.
     """
     phi = get_feature_map(feature_map)
-    B, H, N, _ = k.shape
+    B, _, N, _ = k.shape
     A = (phi(q) @ phi(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal and compat is None:
         W = naive_momentum_weight_matrix(N, beta, gamma, dtype=q.dtype, device=q.device)
