@@ -263,9 +263,9 @@ def _forward_segments(q, k, v, beta, chunk_size, state):
 class CausalProduct(torch.autograd.Function):
     """Weighted causal product with the constant-memory backward of eqs. 13–15.
 
-    Saved for backward: q, k, v (and the starting state, if any), plus the state at each segment
-    start — one (dim × dim_v) matrix pair per SEGMENT_CHUNKS·chunk_size positions, none for a
-    single segment. No per-position or per-chunk state is kept.
+    Saved for backward: q, k, v, plus the state at each segment start (one (dim × dim_v) matrix pair
+    per segment of about n/16 positions; the first is the caller's initial state or None). No
+    per-position or per-chunk state is kept: the backward pass recomputes the chunk states.
     """
 
     @staticmethod
