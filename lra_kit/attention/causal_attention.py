@@ -13,8 +13,9 @@ through φ's own autograd, so any feature map works), the masked copies of K and
 concatenated to V for the normaliser, per-chunk states and full-length temporaries (every pass runs
 segment by segment). Saved for backward: the raw q, k, v, the key-padding mask, the output (the
 caller holds it anyway; the normaliser's gradient is −(g·out)/den) and the state at each segment
-start (a few (dim × dim_v) matrices per segment of about n/16 positions; none per chunk or position). Sums and states are float32 for
-float16/bfloat16 inputs: the normaliser of a few thousand keys overflows float16.
+start (a few (dim × dim_v) matrices per segment of about n/16 positions; none per chunk or position).
+Sums and states are float32 for float16/bfloat16 inputs: the normaliser of a few thousand keys
+overflows float16.
 """
 from __future__ import annotations
 
