@@ -1,17 +1,17 @@
 """Linear attention (Katharopoulos et al.): fast paths against the float64 oracles of lra_kit.attention.naive."""
 import pytest
 import torch
-
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
+
 from lra_kit.attention import causal_product, linear_attention, linear_attention_step
 from lra_kit.attention.causal_product import CausalProduct
-from lra_kit.bench.attention import peak_memory_by_length
-from lra_kit.bench.measure import cpu_peak_supported
 from lra_kit.attention.naive import (
     naive_cumulative_state_causal_product,
     naive_linear_attention,
     naive_linear_recurrent,
 )
+from lra_kit.bench.attention import peak_memory_by_length
+from lra_kit.bench.measure import cpu_peak_supported
 
 SHAPES = [  # (B, H, N, D, M): length 1, head dim 1, lengths not divisible by the chunk size
     (1, 1, 1, 1, 1),
@@ -43,7 +43,7 @@ def test_causal_linear_any_chunk_size(chunk_size):
 
 def test_callable_feature_map():
     q, k, v = rand_qkv()
-    square = lambda x: x * x  # noqa: E731 - a non-negative map given as a callable
+    square = lambda x: x * x
     assert_close(
         linear_attention(q, k, v, causal=True, feature_map=square),
         naive_linear_attention(q, k, v, causal=True, feature_map=square),

@@ -3,10 +3,9 @@ import math
 
 import pytest
 import torch
-
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
+
 from lra_kit.attention import (
-    adaptive_momentum,
     linear_attention,
     momentum_attention,
     momentum_attention_step,
@@ -146,36 +145,6 @@ def test_invalid_compat():
 
 
 # Adaptive momentum, eq. 18 ------------------------------------------------------------------
-
-
-def test_adaptive_momentum_formula_all_elements():
-    g_prev = torch.tensor([3.0, 4.0])  # norm 5
-    g = torch.tensor([3.0, 4.0 + 1.25])  # ‖g − g_prev‖ = 1.25
-    expected = (1 - math.sqrt(1.25 / 5)) ** 2
-    assert adaptive_momentum(g, g_prev).item() == pytest.approx(expected)
-    assert adaptive_momentum(g, g_prev).dim() == 0
-
-
-def test_adaptive_momentum_per_sample_and_bounds():
-    torch.manual_seed(0)
-    g_prev = torch.randn(8, 5, 6)
-    g = g_prev + torch.randn(8, 5, 6) * torch.logspace(-4, 1, 8)[:, None, None]
-    beta = adaptive_momentum(g, g_prev, delta=1e-3, dim=(1, 2))
-    assert beta.shape == (8, 1, 1)
-    assert (beta >= 0).all() and (beta <= 1 - 1e-3).all()
-    diff = (g - g_prev).flatten(1).norm(dim=1)
-    ref = ((1 - (diff / g_prev.flatten(1).norm(dim=1)).sqrt()) ** 2).clamp(0, 1 - 1e-3)
-    assert_close(beta.flatten(), ref, rtol=1e-6, atol=1e-7)
-    assert adaptive_momentum(g_prev, g_prev, delta=0.01).item() == pytest.approx(0.99)  # projected to 1 − δ
-    zero = torch.zeros(3)
-    assert torch.isfinite(adaptive_momentum(zero, zero)).all()
-
-
-def test_adaptive_momentum_invalid():
-    with pytest.raises(ValueError, match="delta"):
-        adaptive_momentum(torch.ones(2), torch.ones(2), delta=0.0)
-    with pytest.raises(ValueError, match="same shape"):
-        adaptive_momentum(torch.ones(2), torch.ones(3))
 
 
 def test_lra_compat_modes_are_the_unnormalised_nystromformer_attention():

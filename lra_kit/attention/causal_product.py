@@ -7,14 +7,22 @@ The numerator of causal linear attention (eq. 9) and of causal momentum attentio
 
 with β = 0 giving u ≡ 1, the plain causal product S_i = Σ_{j≤i} φ(k_j)v_jᵀ of eq. 10.
 
+State. After position t the product is summarised by two (dim × dim_v) matrices, the
+heavy-ball states of eq. 12 (s, and d = −m):
+
+    s_t = Σ_{j≤t} u(t − j) k_j v_jᵀ,       d_t = Σ_{j≤t} β^{t−j} k_j v_jᵀ,
+    Σ_{j ≤ t} u(i − j) k_j v_jᵀ = s_t + β · u(i − t − 1) · d_t        for every later i > t,
+
+which follows from u(a + r) = u(a) + β^{a+1} u(r − 1). Advancing a state over a block of L
+positions is therefore s ← s + β·u(L−1)·d + Σ_a u(L−1−a) k_a v_aᵀ, d ← β^L·d + Σ_a β^{L−1−a} k_a v_aᵀ.
+Every coefficient is positive, so unlike the split "γ/(1−β)·(S − βD)" nothing cancels:
+float32 stays accurate at β = 0.999.
+
 Forward (chunks of C positions). Inside a chunk the product is a small masked matrix
-product. Across chunks it needs the two recurrent states of eq. 12 at each chunk start —
-s (the momentum-weighted sum) and d = Σ β^{t−j} k_j v_jᵀ (the decayed sum, d = −m):
-
-    Σ_{j ≤ t} u(i − j) k_j v_jᵀ = s_t + β · u(i − t − 1) · d_t        for i > t,
-
-which follows from u(a + r) = u(a) + β^{a+1} u(r − 1). Every coefficient is positive, so
-unlike the split "γ/(1−β)·(S − βD)" nothing cancels: float32 stays accurate at β = 0.999.
+product; across chunks it needs the state at each chunk start, which the recurrence above
+carries from one chunk boundary to the next, inside a *segment* of at most ``SEGMENT_CHUNKS``
+chunks; segments are visited in order, each starting from the state its predecessor ended
+with. (So the temporaries of one pass are the size of a segment, not of the sequence.)
 
 Backward (eqs. 13–15). The weights depend only on the lag i − j, so each gradient is again
 a weighted causal product, forward in time for ∇q and backward in time for ∇k and ∇v:
@@ -22,23 +30,34 @@ a weighted causal product, forward in time for ∇q and backward in time for ∇
     ∇q_i = Σ_{j≤i} u(i−j) (g_i·v_j) k_j,   ∇k_j = Σ_{i≥j} u(i−j) (v_j·g_i) q_i,   ∇v_j = Σ_{i≥j} u(i−j) (q_i·k_j) g_i.
 
 ∇q reuses the forward states Σ k vᵀ; ∇k and ∇v share the backward-in-time states Σ g qᵀ
-(eqs. 14 and 15 are the same cumulative sum, transposed). Only q, k, v are saved for
-backward: no (length × dim × dim) tensor of states.
+(eqs. 14 and 15 are the same cumulative sum, transposed). Segments are visited last to first;
+the gradient of a segment's starting state is the gradient of the state its predecessor ended with.
 Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-memory-gradient``).
 """
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 DEFAULT_CHUNK_SIZE = 64
+SEGMENT_CHUNKS = 16
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    # Low-precision inputs accumulate their states in float32.
+class ProductState(NamedTuple):
+    """(s_t, d_t) of the module docstring; ``d`` is None where β = 0 and nobody asked for it (it never
+    reaches an output then)."""
+
+    s: torch.Tensor
+    d: torch.Tensor | None
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Low-precision inputs accumulate every sum and state in float32 (float16 overflows at 65504)."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
@@ -52,21 +71,48 @@ def momentum_lag_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
     return -torch.expm1((lag + 1) * math.log(beta)) / (1.0 - beta)
 
 
+def decay_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
+    """β^x for integer lags x ≥ 0, with 0⁰ = 1 (at β = 0 only the newest term survives)."""
+    return (lag == 0).to(lag.dtype) if beta == 0.0 else torch.exp(lag * math.log(beta))
+
+
+def _scalar_u(x: int, beta: float) -> float:
+    return float(x + 1 > 0) if beta == 0.0 else (1.0 - beta ** (x + 1)) / (1.0 - beta)
+
+
+def segments(n: int, chunk_size: int) -> list[slice]:
+    """Consecutive slices covering range(n): whole chunks, about n/16 positions each (2 to SEGMENT_CHUNKS chunks:
+    temporaries stay a small part of the output, per-segment overhead a small part of the work), and a last one
+    shorter than a chunk for the remainder — so that no segment ends inside a padded chunk."""
+    C = max(1, chunk_size)
+    size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
+    parts = []
+    for a in range(0, n, size):
+        b = min(a + size, n)
+        whole = a + (b - a) // C * C
+        parts += [slice(a, whole)] if whole > a else []
+        parts += [slice(whole, b)] if b > whole else []
+    return parts
+
+
 class _Chunking:
-    """Chunk geometry and the lag weights shared by the forward and backward passes."""
+    """Chunk geometry of one segment and every weight the forward and backward passes share (cached)."""
 
     def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
         self.n, self.beta = n, beta
         self.C = C = max(1, min(chunk_size, n))
-        self.n_chunks = -(-n // C)
-        self.pad = self.n_chunks * C - n
+        self.n_chunks = nc = -(-n // C)
+        self.pad = nc * C - n
         pos = torch.arange(C, device=device, dtype=dtype)
         lag = pos[:, None] - pos[None, :]
-        zero = torch.zeros((), dtype=dtype, device=device)
-        self.intra = torch.where(lag >= 0, momentum_lag_weights(lag, beta), zero)  # W_ab = u(a − b), b ≤ a
-        if beta > 0.0 and self.n_chunks > 1:
-            self.from_start = pos  # distance of a position from the start of its chunk
-            self.to_end = (C - 1) - pos  # ... and to its end
+        self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
+        from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
+        self.forward = {"w_sigma": momentum_lag_weights(to_end, beta).T, "w_delta": decay_weights(to_end, beta).T,
+                        "read": beta * momentum_lag_weights(from_start, beta)}
+        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T, "w_delta": decay_weights(from_start, beta).T,
+                        "read": beta * momentum_lag_weights(to_end, beta)}
+        # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
+        # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -77,88 +123,115 @@ class _Chunking:
     def join(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
 
-    def states(self, x: torch.Tensor, y: torch.Tensor, reverse: bool):
-        """Inter-chunk states of Σ u(lag) x yᵀ, at each chunk's start (forward) or end (reverse in time).
+    def states(self, x: torch.Tensor, y: torch.Tensor, start: ProductState | None, reverse: bool):
+        """(s, d) of Σ u(lag) x yᵀ at each chunk's boundary, (B, H, n_chunks, Dx, Dy) each (d None at β = 0), and
+        the state at the segment's far end.
 
-        Returns (s, d, carry): the contribution to local position a is s + carry[a]·d
-        (carry = β·u(distance to the chunk boundary), d = None when β = 0).
+        Forward: at each chunk's start; ``start`` = the state before the segment; far end = after it.
+        Reverse in time: at each chunk's end; ``start`` = the state after the segment; far end = before it.
         """
-        xy = x.transpose(-1, -2)
-        if self.beta == 0.0:
-            total = xy @ y  # (B, H, n_chunks, Dx, Dy)
-            inclusive = torch.cumsum(total, 2)
-            if reverse:  # Σ over later chunks = everything − Σ up to and including this one
-                return inclusive[:, :, -1:] - inclusive, None, None
-            return inclusive.sub_(total), None, None
-        beta, C = self.beta, self.C
-        # Each chunk's own contribution, seen from the boundary it shares with the chunks it reaches.
-        far = self.from_start if reverse else self.to_end
-        sigma = (xy * momentum_lag_weights(far, beta)) @ y
-        delta = (xy * beta**far) @ y
-        # The heavy-ball recurrence of eq. 12, one chunk at a time (all coefficients positive):
-        #   s ← s + σ + β·u(C−1)·d,    d ← β^C·d + δ.
-        s, d = torch.empty_like(sigma), torch.empty_like(delta)
-        first = self.n_chunks - 1 if reverse else 0
-        s[:, :, first].zero_()
-        d[:, :, first].zero_()
-        step_s, step_d = beta * ((1.0 - beta**C) / (1.0 - beta)), beta**C
-        order = range(self.n_chunks - 2, -1, -1) if reverse else range(1, self.n_chunks)
-        for c in order:
-            prev = c + 1 if reverse else c - 1
-            torch.add(s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
-            s[:, :, c].add_(d[:, :, prev], alpha=step_s)
-            torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d, out=d[:, :, c])
-        near = self.to_end if reverse else self.from_start
-        carry = (beta * momentum_lag_weights(near, beta))[:, None]
-        return s, d, carry
+        beta, nc = self.beta, self.n_chunks
+        xt = x.transpose(-1, -2)
+        w = self.reverse if reverse else self.forward
+        if beta == 0.0:
+            sigma, delta = xt @ y, None
+        else:
+            sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
+        s, d = torch.empty_like(sigma), None if delta is None else torch.empty_like(delta)
+        for t, t0 in ((s, None if start is None else start.s), (d, None if start is None else start.d)):
+            if t is not None:
+                first = t[:, :, nc - 1 if reverse else 0]
+                first.zero_() if t0 is None else first.copy_(t0)
+        # The heavy-ball recurrence of eq. 12 from one chunk boundary to the next, C positions on:
+        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
+        order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
+        step_s, step_d = beta * _scalar_u(self.C - 1, beta), beta**self.C
+        for prev, c in zip(order, order[1:] + [None]):
+            s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
+                s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
+            if d is not None:
+                s_next.add_(d[:, :, prev], alpha=step_s)
+                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d, out=None if c is None else d[:, :, c])
+        far = ProductState(s_next, d_next if d is not None else None)
+        return s, d, far
 
-
-def _forward(q, k, v, beta, chunk_size):
-    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j for (B, H, N, D), (B, H, N, D), (B, H, N, M)."""
-    out_dtype, dtype = v.dtype, _compute_dtype(q.dtype)
-    ch = _Chunking(q.shape[2], chunk_size, beta, dtype, q.device)
-    q, k, v = (ch.split(t.to(dtype)) for t in (q, k, v))
-    scores = q @ k.transpose(-1, -2)
-    out = scores.mul_(ch.intra) @ v
-    if ch.n_chunks > 1:
-        s, d, carry = ch.states(k, v, reverse=False)
-        out += q @ s
+    def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
+        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
+        out = x @ s
         if d is not None:
-            out += carry * (q @ d)
-    return ch.join(out).to(out_dtype)
+            out += (self.reverse if reverse else self.forward)["read"] * (x @ d)
+        return out
 
 
-def _backward(q, k, v, g, beta, chunk_size, needs):
-    """∇q, ∇k, ∇v of eqs. 13–15, sharing the intra-chunk score matrices and the inter-chunk states."""
-    dtype = _compute_dtype(q.dtype)
-    ch = _Chunking(q.shape[2], chunk_size, beta, dtype, q.device)
-    q, k, v, g = (ch.split(t.to(dtype)) for t in (q, k, v, g))
-    gv = (g @ v.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
+@functools.lru_cache(maxsize=64)
+def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device) -> _Chunking:
+    return _Chunking(n, chunk_size, beta, dtype, device)
+
+
+def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
+    """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
+    carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))  # a segment of a longer tensor: copy once, not per product
+    out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
+    s, d, final = ch.states(kc, vc, state, reverse=False)
+    out += ch.read(qc, s, d, reverse=False)
+    if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
+        final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
+    return ch.join(out), final
+
+
+def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None):
+    """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
+
+    ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
+    u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
+    """
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
+    gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     dq = dk = dv = None
     if needs[0]:
-        dq = gv @ k
-        if ch.n_chunks > 1:
-            s, d, carry = ch.states(k, v, reverse=False)  # Σ u k vᵀ, as in the forward pass
-            dq += g @ s.transpose(-1, -2)
-            if d is not None:
-                dq += carry * (g @ d.transpose(-1, -2))
-    if needs[1] or needs[2]:
-        if ch.n_chunks > 1:
-            s, d, carry = ch.states(g, q, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
-        if needs[1]:
-            dk = gv.transpose(-1, -2) @ q
-            if ch.n_chunks > 1:
-                dk += v @ s
-                if d is not None:
-                    dk += carry * (v @ d)
-        if needs[2]:
-            qk = (q @ k.transpose(-1, -2)).mul_(ch.intra)
-            dv = qk.transpose(-1, -2) @ g
-            if ch.n_chunks > 1:
-                dv += k @ s.transpose(-1, -2)
-                if d is not None:
-                    dv += carry * (k @ d.transpose(-1, -2))
-    return tuple(None if t is None else ch.join(t) for t in (dq, dk, dv))
+        s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
+        dq = gv @ kc
+        dq += ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        del s, d
+    s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+    if needs[1]:
+        dk = gv.transpose(-1, -2) @ qc
+        dk += ch.read(vc, s, d, reverse=True)
+    del gv
+    if needs[2]:
+        qk = (qc @ kc.transpose(-1, -2)).mul_(ch.intra)
+        dv = qk.transpose(-1, -2) @ gc
+        dv += ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
+    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before)
+
+
+def _final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState, to_end: torch.Tensor) -> None:
+    """Key j enters the final state as u(n−1−j)·k_j v_jᵀ in s and β^{n−1−j}·k_j v_jᵀ in d (``to_end`` = n−1−j)."""
+    terms = [(momentum_lag_weights(to_end, beta), grad_final.s)]
+    if grad_final.d is not None:
+        terms.append((decay_weights(to_end, beta), grad_final.d))
+    for w, G in terms:
+        if dk is not None:
+            dk += w * (v @ G.transpose(-1, -2))
+        if dv is not None:
+            dv += w * (k @ G)
+
+
+def _initial_state_gradient(later: ProductState, beta: float, n: int, grad_final: ProductState | None) -> ProductState:
+    """Output i reads the initial state as s_0 + β·u(i)·d_0; the final state holds it as s_0 + β·u(n−1)·d_0 and
+    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ); Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
+    s_rev, d_rev = later.s.transpose(-1, -2), None if later.d is None else later.d.transpose(-1, -2)
+    gs = s_rev if d_rev is None else (1.0 - beta) * s_rev + beta * d_rev
+    gd = beta * s_rev
+    if grad_final is not None:
+        gs = gs + grad_final.s
+        gd = gd + (beta * _scalar_u(n - 1, beta)) * grad_final.s
+        if grad_final.d is not None:
+            gd = gd + (beta**n) * grad_final.d
+    return ProductState(gs, gd)
 
 
 def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
@@ -168,7 +241,7 @@ def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.T
     inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
     not the last one is several times slower.
     """
-    ch = _Chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
+    ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
     local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
     if ch.n_chunks > 1:
         totals = local[:, :, :, -1:]
@@ -176,22 +249,65 @@ def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.T
     return ch.join(local)
 
 
+def _forward_segments(q, k, v, beta, chunk_size, state):
+    """Segments in order; returns the output, the state at each segment start, and the final state."""
+    out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
+    starts, parts = [], segments(q.shape[2], chunk_size)
+    keep_d = beta > 0.0 or (state is not None and state.d is not None)
+    for sl in parts:
+        starts.append(state)
+        out[:, :, sl], state = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state, keep_d)
+    return out, starts, state
+
+
 class CausalProduct(torch.autograd.Function):
-    """Weighted causal product with the constant-memory backward of eqs. 13–15 (saves only q, k, v)."""
+    """Weighted causal product with the constant-memory backward of eqs. 13–15.
+
+    Saved for backward: q, k, v, plus the state at each segment start (one (dim × dim_v) matrix pair
+    per segment of about n/16 positions; the first is the caller's initial state or None). No
+    per-position or per-chunk state is kept: the backward pass recomputes the chunk states.
+    """
 
     @staticmethod
-    def forward(ctx, q, k, v, beta, chunk_size):  # noqa: D102 (documented above)
+    def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):
+        dtype = compute_dtype(q.dtype)
+        state = None if s0 is None else ProductState(s0, d0)
+        out, starts, last = _forward_segments(q.to(dtype), k.to(dtype), v.to(dtype), beta, chunk_size, state)
         ctx.save_for_backward(q, k, v)
-        ctx.beta, ctx.chunk_size = beta, chunk_size
-        return _forward(q, k, v, beta, chunk_size)
+        ctx.beta, ctx.chunk_size, ctx.starts, ctx.has_d = beta, chunk_size, starts, d0 is not None
+        if not final:
+            return out.to(v.dtype)
+        ctx.final_has_d = last.d is not None
+        return out.to(v.dtype), last.s, last.d
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # noqa: D102
+    def backward(ctx, grad, *grad_final):
         q, k, v = ctx.saved_tensors
-        dq, dk, dv = _backward(q, k, v, grad, ctx.beta, ctx.chunk_size, ctx.needs_input_grad[:3])
-        cast = lambda t, like: None if t is None else t.to(like.dtype)  # noqa: E731
-        return cast(dq, q), cast(dk, k), cast(dv, v), None, None
+        dtype = compute_dtype(q.dtype)
+        q, k, v, grad = (t.to(dtype) for t in (q, k, v, grad))
+        needs = (*ctx.needs_input_grad, False, False, False)[:8]  # s0, d0, final may have been left out
+        final = None
+        if grad_final and grad_final[0] is not None:
+            final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
+        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
+        n, parts, later = q.shape[2], segments(q.shape[2], ctx.chunk_size), None
+        for i in range(len(parts) - 1, -1, -1):
+            sl = parts[i]
+            dqs, dks, dvs, later = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
+                                             ctx.chunk_size, needs[:3], ctx.starts[i], later)
+            if final is not None:
+                to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
+                _final_state_gradient(dks, dvs, k[:, :, sl], v[:, :, sl], ctx.beta, final, to_end)
+            for full, part in ((dq, dqs), (dk, dks), (dv, dvs)):
+                if full is not None:
+                    full[:, :, sl] = part
+        cast = lambda t, like: None if t is None else t.to(like.dtype)
+        start = _initial_state_gradient(later, ctx.beta, n, final) if any(needs[5:7]) else None
+        ds0 = start.s if needs[5] else None
+        dd0 = start.d if (needs[6] and ctx.has_d) else None
+        grads = (cast(dq, q), cast(dk, k), cast(dv, v), None, None, ds0, dd0, None)
+        return grads[: len(ctx.needs_input_grad)]
 
 
 def causal_product(
@@ -201,16 +317,31 @@ def causal_product(
     *,
     beta: float = 0.0,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-) -> torch.Tensor:
+    initial_state: ProductState | tuple | None = None,
+    output_final_state: bool = False,
+):
     """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j with u(x) = Σ_{m≤x} βᵐ; β = 0 is the plain causal product.
 
     ``q, k`` are already feature-mapped, shapes (batch, heads, length, dim); ``v`` is
     (batch, heads, length, dim_v). O(length) memory in forward and backward.
+    ``initial_state`` = (s, d) of the module docstring, (batch, heads, dim, dim_v) each (d may be
+    None), continues an earlier product; ``output_final_state=True`` returns ``(out, (s, d))``.
+    States are float32 for float16/bfloat16 inputs.
     """
     if not 0.0 <= beta < 1.0:
         raise ValueError(f"beta must be in [0, 1), got {beta}")
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return CausalProduct.apply(q, k, v, float(beta), chunk_size)
-    return _forward(q, k, v, float(beta), chunk_size)
+    s0 = d0 = None
+    if initial_state is not None:
+        s0, d0 = initial_state
+        want = (*q.shape[:2], q.shape[-1], v.shape[-1])
+        for name, t in (("s", s0), ("d", d0)):
+            if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != want):
+                raise ValueError(f"initial_state.{name} must be a tensor of shape {want}")
+    final = bool(output_final_state)
+    result = CausalProduct.apply(q, k, v, float(beta), chunk_size, s0, d0, final)
+    if final:
+        out, s, d = result
+        return out, ProductState(s, d)
+    return result

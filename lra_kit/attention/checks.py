@@ -1,8 +1,10 @@
-"""Argument checks shared by the attention functions: clear errors instead of silent NaNs (GUIDE §3)."""
+"""Argument checks shared by the attention functions: clear errors instead of silent NaNs (``docs/design.md`` §2).
+
+Every public attention function runs its checks on entry, before any work."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from collections.abc import Sequence
 
 import torch
 
@@ -50,7 +52,7 @@ def check_step(q_t: torch.Tensor, k_t: torch.Tensor, v_t: torch.Tensor) -> None:
         raise ValueError(f"q_t and k_t must have the same last dim, got {q_t.shape[-1]} and {k_t.shape[-1]}")
 
 
-def check_key_padding_mask(mask: Optional[torch.Tensor], k: torch.Tensor) -> None:
+def check_key_padding_mask(mask: torch.Tensor | None, k: torch.Tensor) -> None:
     """key_padding_mask: bool (batch, length), True marks padding (nn.MultiheadAttention convention)."""
     if mask is None:
         return
@@ -83,3 +85,34 @@ def check_momentum(beta: float, gamma: float) -> None:
 def check_eps(eps: float) -> None:
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+
+
+def check_chunk_size(chunk_size: int) -> None:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+
+
+def check_state_arguments(causal: bool, initial_state, output_final_state) -> None:
+    """initial_state / output_final_state belong to the causal (recurrent) forms only."""
+    if not isinstance(output_final_state, bool):
+        raise TypeError(f"output_final_state must be a bool, got {type(output_final_state).__name__}")
+    if not causal and (initial_state is not None or output_final_state):
+        raise ValueError("initial_state and output_final_state need causal=True (a non-causal attention has no state)")
+
+
+def check_state(state, names: Sequence[str], q: torch.Tensor, v: torch.Tensor, what: str) -> None:
+    """A recurrent state: a tuple of tensors named ``names`` with shapes (B, H, D, M) or, for ``z``, (B, H, D),
+    in the dtype the states of ``q`` accumulate in (float32 for float16/bfloat16 inputs)."""
+    if not isinstance(state, tuple) or len(state) != len(names):
+        raise TypeError(f"{what} must be a {'/'.join(names)} tuple of tensors (e.g. from output_final_state=True)")
+    B, H, D, M = q.shape[0], q.shape[1], q.shape[-1], v.shape[-1]
+    want_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
+    for name, t in zip(names, state):
+        want = (B, H, D) if name == "z" else (B, H, D, M)
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{what}.{name} must be a tensor of shape {want}, got {got}")
+        if t.dtype != want_dtype:
+            raise TypeError(f"{what}.{name} must have dtype {want_dtype} for {q.dtype} inputs, got {t.dtype}")
+        if t.device != q.device:
+            raise ValueError(f"{what}.{name} is on {t.device}, the inputs on {q.device}")

@@ -1,4 +1,4 @@
-"""Momentum attention and adaptive momentum (Nguyen et al., Momentum Transformer, §3).
+"""Momentum attention (Nguyen et al., Momentum Transformer, §3).
 
 Heavy ball in the RNN state (eq. 12):
     m_i = β m_{i−1} − φ(k_i)v_iᵀ,   s_i = s_{i−1} − γ m_i,   z_i = z_{i−1} + φ(k_i),
@@ -6,29 +6,48 @@ Heavy ball in the RNN state (eq. 12):
 Unrolled (eq. 13):  s_i = γ Σ_{j≤i} (1 − β^{i−j+1})/(1 − β) φ(k_j)v_jᵀ — the weight of key j
 depends on its lag i − j behind the *query*; the normaliser z_i is not reweighted.
 Non-causal (eq. 14): the same weights with the lag N − j behind the sequence end.
+Sums and states accumulate in float32 for float16/bfloat16 inputs; the authors' variants live in
+:mod:`lra_kit.attention.compat`.
 
-Derived in the book, chapter "Momentum in the RNN" (``sec-momentum-attention``);
-adaptive momentum (eq. 18) in "Momentum connection and adaptive momentum" (``sec-adaptive-momentum``).
+Derived in the book, chapter "Momentum in the RNN" (``sec-momentum-attention``). Adaptive momentum
+(eq. 18) is a rule between layers and lives beside the momentum connection, in :mod:`lra_kit.models.layers`.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product, momentum_lag_weights, prefix_sum
+from lra_kit.attention.causal_attention import KernelState, causal_kernel_attention
+from lra_kit.attention.causal_product import (
+    DEFAULT_CHUNK_SIZE,
+    compute_dtype,
+    momentum_lag_weights,
+)
 from lra_kit.attention.checks import (
     check_causal_lengths,
+    check_chunk_size,
     check_eps,
     check_key_padding_mask,
     check_momentum,
     check_qkv,
+    check_state,
+    check_state_arguments,
     check_step,
 )
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
-from lra_kit.attention.linear import mapped_keys_values, normalise, unnormalised_lra_attention
+from lra_kit.attention.linear import mapped_keys_values, normalise
 
-COMPAT_MODES = (None, "authors_batched", "authors_lra")
+
+class MomentumState(NamedTuple):
+    """RNN state of eq. 12: s (B, H, D, M), momentum m (B, H, D, M), normaliser z (B, H, D).
+
+    Unrolled: s_t = γ Σ_{j≤t} u(t−j) φ(k_j)v_jᵀ, m_t = −Σ_{j≤t} β^{t−j} φ(k_j)v_jᵀ, z_t = Σ_{j≤t} φ(k_j).
+    """
+
+    s: torch.Tensor
+    m: torch.Tensor
+    z: torch.Tensor
 
 
 def momentum_weights(lag: torch.Tensor, beta: float, gamma: float = 1.0) -> torch.Tensor:
@@ -39,8 +58,9 @@ def momentum_weights(lag: torch.Tensor, beta: float, gamma: float = 1.0) -> torc
     return gamma * momentum_lag_weights(lag, float(beta))
 
 
-def _key_weights_from_end(key_padding_mask, length, beta, gamma, device, dtype, batch):
-    """γ u(N − j) for each key: eq. 14's weights, N the true length and j the rank of a real key."""
+def key_weights_from_end(key_padding_mask, length, beta, gamma, device, dtype, batch):
+    """γ u(N − j) for each key (B, 1, L, 1): eq. 14's weights, N the true length and j the rank of a real key
+    (with ``key_padding_mask=None``, N is ``length``)."""
     if key_padding_mask is None:
         rank = torch.arange(1, length + 1, device=device, dtype=dtype).expand(batch, length)
         n = torch.full((batch, 1), float(length), device=device, dtype=dtype)
@@ -49,7 +69,7 @@ def _key_weights_from_end(key_padding_mask, length, beta, gamma, device, dtype, 
         rank = torch.cumsum(real, dim=1)
         n = real.sum(dim=1, keepdim=True)
     lag = (n - rank).clamp(min=0)
-    return (gamma * momentum_lag_weights(lag, beta))[:, None, :, None]  # (B, 1, L, 1)
+    return (gamma * momentum_lag_weights(lag, beta))[:, None, :, None]
 
 
 def momentum_attention(
@@ -60,120 +80,111 @@ def momentum_attention(
     beta: float,
     gamma: float = 1.0,
     causal: bool = False,
-    feature_map: Union[str, FeatureMap] = "elu",
-    key_padding_mask: Optional[torch.Tensor] = None,
+    feature_map: str | FeatureMap = "elu",
+    key_padding_mask: torch.Tensor | None = None,
     eps: float = 1e-6,
-    compat: Optional[str] = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-) -> torch.Tensor:
-    """Momentum attention: causal = Nguyen et al. eq. 13, non-causal = eq. 14.
+    initial_state: MomentumState | None = None,
+    output_final_state: bool = False,
+    compat: str | None = None,
+):
+    """Momentum attention: causal = Nguyen et al. eq. 13 (:func:`causal_momentum_attention`),
+    non-causal = eq. 14 (:func:`noncausal_momentum_attention`). With β = 0, γ = 1 this is
+    :func:`~lra_kit.attention.linear.linear_attention`.
 
-    Causal, computed in O(N) as a chunked weighted causal product whose chunk boundaries carry
-    the two heavy-ball states (s, m) of eq. 12 (see :mod:`lra_kit.attention.causal_product`),
-    with the constant-memory gradient. Non-causal: each key j is weighted by
-    γ(1 − β^{N−j+1})/(1 − β), with N each sequence's true length and j the rank of the key
-    among the real (non-padding) keys. With β = 0, γ = 1 this is :func:`linear_attention`.
-
-    ``compat="authors_batched"`` reproduces the authors' public batched code, which weights key j
-    by γ(1 − β^{L−j+1})/(1 − β) with L the (padded) sequence length in place of the query index i.
-    This is **not** the paper's formula: it agrees with eq. 13 only at the last position i = L.
-    ``compat="authors_lra"`` (non-causal only) is the authors' LRA attention: those weights inside
-    Nyströmformer's unnormalised φ(Q)(φ(K)ᵀV)/√n (:func:`~lra_kit.attention.linear.unnormalised_lra_attention`),
-    also not the paper's formula (book, ``sec-authors-lra``).
+    Causal only: ``initial_state`` (a :class:`MomentumState`) continues from earlier positions, and
+    ``output_final_state=True`` returns ``(out, MomentumState)`` — the state
+    :func:`momentum_attention_step` takes and returns. ``compat="authors_batched"`` /
+    ``"authors_lra"`` are the authors' code, not eq. 13/14 (:mod:`lra_kit.attention.compat`).
     """
     check_qkv(q, k, v)
     check_key_padding_mask(key_padding_mask, k)
     check_momentum(beta, gamma)
     check_eps(eps)
-    if compat not in COMPAT_MODES:
-        raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
-    beta, gamma = float(beta), float(gamma)
+    check_chunk_size(chunk_size)
     phi = get_feature_map(feature_map)
-    phi_q = phi.queries(q)
-    phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
-    B, _, L, _ = k.shape
-
-    if causal and compat is None:
+    check_state_arguments(causal, initial_state, output_final_state)
+    if causal:
         check_causal_lengths(q, k)
-        numerator = gamma * causal_product(phi_q, phi_k, v, beta=beta, chunk_size=chunk_size)
-        return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
+    if initial_state is not None:
+        check_state(initial_state, ("s", "m", "z"), q, v, "initial_state")
+    if compat is not None and (initial_state is not None or output_final_state):
+        raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
+    beta, gamma = float(beta), float(gamma)
+    if compat is not None:
+        from lra_kit.attention.compat import (
+            momentum_compat,  # compat builds on this module
+        )
 
-    mask_for_weights = None if compat in ("authors_batched", "authors_lra") else key_padding_mask
-    w = _key_weights_from_end(mask_for_weights, L, beta, gamma, k.device, phi_k.dtype, B)
-    if compat == "authors_lra":
-        if causal:
-            raise ValueError("compat='authors_lra' is the non-causal LRA attention; use causal=False")
-        return unnormalised_lra_attention(phi_q, phi_k * w, v)
-    if causal:  # compat == "authors_batched"
-        check_causal_lengths(q, k)
-        numerator = causal_product(phi_q, phi_k * w, v, chunk_size=chunk_size)
-        return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
-    numerator = phi_q @ ((phi_k * w).transpose(-1, -2) @ v)
-    return normalise(numerator, phi_q, phi_k.sum(dim=2, keepdim=True), eps)
+        return momentum_compat(compat, q, k, v, beta=beta, gamma=gamma, causal=causal, feature_map=phi,
+                               key_padding_mask=key_padding_mask, eps=eps, chunk_size=chunk_size)
+    if causal:
+        return causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, chunk_size,
+                                         initial_state, output_final_state)
+    return noncausal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps)
 
 
-class MomentumState(NamedTuple):
-    """RNN state of eq. 12: s (B, H, D, M), momentum m (B, H, D, M), normaliser z (B, H, D)."""
+def causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, chunk_size, initial_state=None,
+                              output_final_state=False):
+    """Eq. 13: key j weighted by γ(1 − β^{i−j+1})/(1 − β) at query i; the normaliser is not reweighted.
 
-    s: torch.Tensor
-    m: torch.Tensor
-    z: torch.Tensor
+    O(N): a chunked weighted causal product whose chunk boundaries carry the heavy-ball states
+    (s, m) of eq. 12 (:mod:`lra_kit.attention.causal_product`), with the constant-memory gradient.
+    The product's state is (s/γ, −m).
+    """
+    keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
+    state = None
+    if initial_state is not None:
+        state = KernelState(initial_state.s / gamma, -initial_state.m, initial_state.z)
+    result = causal_kernel_attention(q, k, v, phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size, keep=keep,
+                                     initial_state=state, output_final_state=output_final_state, keep_d=True)
+    if not output_final_state:
+        return result
+    out, state = result
+    return out, MomentumState(gamma * state.s, -state.d, state.z)
+
+
+def noncausal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps):
+    """Eq. 14: key j weighted by γ(1 − β^{N−j+1})/(1 − β), N each sequence's true length and j the rank
+    of the key among the real (non-padding) keys."""
+    dtype = compute_dtype(v.dtype)
+    phi_q = phi.queries(q).to(dtype)
+    phi_k, v_ = mapped_keys_values(k, v, phi, key_padding_mask, dtype)
+    w = key_weights_from_end(key_padding_mask, k.shape[2], beta, gamma, k.device, dtype, k.shape[0])
+    numerator = phi_q @ ((phi_k * w).transpose(-1, -2) @ v_)
+    return normalise(numerator, phi_q, phi_k.sum(dim=2, keepdim=True), eps).to(v.dtype)
 
 
 def momentum_attention_step(
     q_t: torch.Tensor,
     k_t: torch.Tensor,
     v_t: torch.Tensor,
-    state: Optional[MomentumState] = None,
+    state: MomentumState | None = None,
     *,
     beta: float,
     gamma: float = 1.0,
-    feature_map: Union[str, FeatureMap] = "elu",
+    feature_map: str | FeatureMap = "elu",
     eps: float = 1e-6,
 ) -> tuple[torch.Tensor, MomentumState]:
-    """One heavy-ball step of causal momentum attention, eq. 12: (batch, heads, dim) → (out_t, state)."""
+    """One heavy-ball step of causal momentum attention, eq. 12: (batch, heads, dim) → (out_t, state).
+
+    States are float32 for float16/bfloat16 inputs."""
     check_step(q_t, k_t, v_t)
     check_momentum(beta, gamma)
     check_eps(eps)
     phi = get_feature_map(feature_map)
-    phi_q, phi_k = phi.queries(q_t), phi.keys(k_t)
+    if state is not None:
+        check_state(state, ("s", "m", "z"), q_t, v_t, "state")
+    dtype = compute_dtype(q_t.dtype)
+    phi_q, phi_k, v = phi.queries(q_t).to(dtype), phi.keys(k_t).to(dtype), v_t.to(dtype)
     if state is None:
-        s = phi_k.new_zeros(*phi_k.shape, v_t.shape[-1])
+        s = phi_k.new_zeros(*phi_k.shape, v.shape[-1])
         m = torch.zeros_like(s)
         z = torch.zeros_like(phi_k)
     else:
         s, m, z = state
-    m = beta * m - phi_k[..., :, None] * v_t[..., None, :]
+    m = beta * m - phi_k[..., :, None] * v[..., None, :]
     s = s - gamma * m
     z = z + phi_k
     out = normalise((phi_q[..., None, :] @ s).squeeze(-2), phi_q, z, eps)
-    return out, MomentumState(s, m, z)
-
-
-def adaptive_momentum(
-    grad: torch.Tensor,
-    prev_grad: torch.Tensor,
-    *,
-    delta: float = 1e-3,
-    dim: Optional[Union[int, tuple[int, ...]]] = None,
-) -> torch.Tensor:
-    """Adaptive heavy-ball momentum, Nguyen et al. eq. 18.
-
-        β̃_k = proj_[0, 1−δ]( (1 − sqrt(‖g_k − g_{k−1}‖ / ‖g_{k−1}‖))² )
-
-    Norms run over all elements when ``dim=None`` (a 0-d tensor comes back) and over ``dim``
-    otherwise (kept as size-1 dims, so β̃ broadcasts against ``grad``; e.g. ``dim=(1, 2)`` for
-    one β̃ per sample of a (batch, length, features) tensor). A zero ‖g_{k−1}‖ is treated as
-    the smallest positive number, which sends β̃ to its bound instead of NaN.
-    """
-    if not isinstance(grad, torch.Tensor) or not isinstance(prev_grad, torch.Tensor):
-        raise TypeError("grad and prev_grad must be tensors")
-    if grad.shape != prev_grad.shape:
-        raise ValueError(f"grad and prev_grad must have the same shape, got {tuple(grad.shape)} and {tuple(prev_grad.shape)}")
-    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    keepdim = dim is not None
-    diff = torch.linalg.vector_norm(grad - prev_grad, dim=dim, keepdim=keepdim)
-    prev = torch.linalg.vector_norm(prev_grad, dim=dim, keepdim=keepdim)
-    ratio = diff / prev.clamp_min(torch.finfo(prev.dtype).tiny)
-    return ((1.0 - torch.sqrt(ratio)) ** 2).clamp(0.0, 1.0 - delta)
+    return out.to(v_t.dtype), MomentumState(s, m, z)

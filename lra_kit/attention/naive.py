@@ -7,7 +7,6 @@ cells write the same formulas out next to their derivations.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -16,7 +15,7 @@ from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.performer import positive_random_features
 
 
-def _key_mask(key_padding_mask: Optional[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+def _key_mask(key_padding_mask: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
     """(B, 1, 1, N) float: 1 for real keys, 0 for padding."""
     if key_padding_mask is None:
         return torch.ones(like.shape[0], 1, 1, like.shape[2], dtype=like.dtype, device=like.device)
@@ -47,12 +46,17 @@ def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padd
     return (A @ v) / (A.sum(-1, keepdim=True) + eps)
 
 
-def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
-    """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i)."""
+def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6, initial_state=None, output_final_state=False):
+    """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i).
+
+    ``initial_state`` = (s_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, z_N).
+    """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
-    s = q.new_zeros(B, H, D, v.shape[-1])
-    z = q.new_zeros(B, H, D)
+    if initial_state is None:
+        s, z = q.new_zeros(B, H, D, v.shape[-1]), q.new_zeros(B, H, D)
+    else:
+        s, z = initial_state
     outs = []
     for i in range(N):
         fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
@@ -61,7 +65,8 @@ def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6):
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
-    return torch.stack(outs, dim=2)
+    out = torch.stack(outs, dim=2)
+    return (out, (s, z)) if output_final_state else out
 
 
 def naive_momentum_weight_matrix(n, beta, gamma, *, dtype=torch.float64, device=None):
@@ -82,7 +87,7 @@ def naive_momentum_attention(
     among real keys. ``compat="authors_batched"``: W_ij = γ(1 − β^{L−j+1})/(1 − β), L the padded length.
     """
     phi = get_feature_map(feature_map)
-    B, H, N, _ = k.shape
+    B, _, N, _ = k.shape
     A = (phi.queries(q) @ phi.keys(k).transpose(-1, -2)) * _key_mask(key_padding_mask, k)
     if causal and compat is None:
         W = naive_momentum_weight_matrix(N, beta, gamma, dtype=q.dtype, device=q.device)
@@ -101,13 +106,19 @@ def naive_momentum_attention(
     return ((A * w[:, None, None, :]) @ v) / (A.sum(-1, keepdim=True) + eps)
 
 
-def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps=1e-6):
-    """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i)."""
+def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps=1e-6, initial_state=None,
+                             output_final_state=False):
+    """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i).
+
+    ``initial_state`` = (s_0, m_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, m_N, z_N).
+    """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
-    m = q.new_zeros(B, H, D, v.shape[-1])
-    s = torch.zeros_like(m)
-    z = q.new_zeros(B, H, D)
+    if initial_state is None:
+        s = q.new_zeros(B, H, D, v.shape[-1])
+        m, z = torch.zeros_like(s), q.new_zeros(B, H, D)
+    else:
+        s, m, z = initial_state
     outs = []
     for i in range(N):
         fq, fk = phi.queries(q[:, :, i]), phi.keys(k[:, :, i])
@@ -117,7 +128,8 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
         num = torch.einsum("bhd,bhdm->bhm", fq, s)
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
-    return torch.stack(outs, dim=2)
+    out = torch.stack(outs, dim=2)
+    return (out, (s, m, z)) if output_final_state else out
 
 
 def naive_cumulative_state_causal_product(q, k, v):

@@ -4,12 +4,14 @@ Derived in the book, chapter "Attention as a kernel smoother" (``sec-softmax-att
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 
-from lra_kit.attention.checks import check_causal_lengths, check_key_padding_mask, check_qkv
+from lra_kit.attention.checks import (
+    check_causal_lengths,
+    check_key_padding_mask,
+    check_qkv,
+)
 
 
 def softmax_attention(
@@ -18,7 +20,7 @@ def softmax_attention(
     v: torch.Tensor,
     *,
     causal: bool = False,
-    key_padding_mask: Optional[torch.Tensor] = None,
+    key_padding_mask: torch.Tensor | None = None,
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """V' = softmax(QKᵀ/√D) V with optional causal and key-padding masks (eq. 2 / eq. 8).
@@ -28,6 +30,8 @@ def softmax_attention(
     """
     check_qkv(q, k, v)
     check_key_padding_mask(key_padding_mask, k)
+    if not (isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0):
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
     if causal:
         check_causal_lengths(q, k)
     if key_padding_mask is None:

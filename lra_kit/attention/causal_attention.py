@@ -1,0 +1,190 @@
+"""Normalised causal kernel attention — linear (Katharopoulos eq. 9) and momentum (Nguyen eq. 13) — as
+one autograd Function, for speed and memory.
+
+    out_i = γ · [Σ_{j≤i} u(i−j) (φ(q_i)·φ(k_j)) v_j  +  read of the starting state] / (φ(q_i)·z_i + ε),
+    z_i = z_0 + Σ_{j≤i} φ(k_j),
+
+u as in :mod:`lra_kit.attention.causal_product` (β = 0, γ = 1: linear attention). The numerator is the
+causal product of that module (its segment functions ``_forward`` / ``_backward`` are called here
+unchanged); the normaliser is its β = 0 special case with every value 1, kept as the running sum z.
+
+What autograd would otherwise keep, and this Function does not: φ(Q), φ(K) (recomputed in backward,
+through φ's own autograd, so any feature map works), the masked copies of K and V, a ones column
+concatenated to V for the normaliser, per-chunk states and full-length temporaries (every pass runs
+segment by segment). Saved for backward: the raw q, k, v, the key-padding mask, the output (the
+caller holds it anyway; the normaliser's gradient is −(g·out)/den) and the state at each segment
+start (a few (dim × dim_v) matrices per segment of about n/16 positions; none per chunk or position).
+Sums and states are float32 for float16/bfloat16 inputs: the normaliser of a few thousand keys
+overflows float16.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from lra_kit.attention.causal_product import (
+    ProductState,
+    _backward,
+    _final_state_gradient,
+    _forward,
+    _initial_state_gradient,
+    compute_dtype,
+    prefix_sum,
+    segments,
+)
+
+
+class KernelState(NamedTuple):
+    """The causal product's state (s, d) and the normaliser's running sum z (B, H, D); d may be None."""
+
+    s: torch.Tensor
+    d: torch.Tensor | None
+    z: torch.Tensor
+
+
+def _mapped(q, k, v, keep, phi, dtype):
+    """φ(q), φ(k)·keep, v·keep in the compute dtype: padded keys add nothing to any sum."""
+    fq, fk, v = phi.queries(q).to(dtype), phi.keys(k).to(dtype), v.to(dtype)
+    if keep is not None:
+        fk, v = fk * keep, v * keep
+    return fq, fk, v
+
+
+def _normaliser(fq, fk, z0, chunk_size, eps):
+    """den_i = φ(q_i)·z_i + ε with z_i = z_0 + Σ_{j≤i} φ(k_j); also z at the segment's end."""
+    z = prefix_sum(fk, chunk_size)
+    if z0 is not None:
+        z = z + z0[:, :, None]
+    return (fq * z).sum(-1, keepdim=True) + eps, z
+
+
+class CausalKernelAttention(torch.autograd.Function):
+    """out = γ·CausalProduct(φ(q), φ(k), v) / normaliser, forward and backward segment by segment (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, keep, s0, d0, z0, phi, beta, gamma, eps, chunk_size, final, keep_d):
+        dtype = compute_dtype(q.dtype)
+        B, H, N, _ = q.shape
+        out = torch.empty(B, H, N, v.shape[-1], dtype=v.dtype, device=v.device)
+        state = None if s0 is None else ProductState(s0, d0)
+        z, starts, parts = z0, [], segments(N, chunk_size)
+        for sl in parts:
+            starts.append((state, z))
+            ks = None if keep is None else keep[:, None, sl, None]
+            fq, fk, vs = _mapped(q[:, :, sl], k[:, :, sl], v[:, :, sl], ks, phi, dtype)
+            num, state = _forward(fq, fk, vs, beta, chunk_size, state, keep_d)
+            den, zs = _normaliser(fq, fk, z, chunk_size, eps)
+            z = zs[:, :, -1]
+            out[:, :, sl] = num.mul_(den.reciprocal_().mul_(gamma))
+            del num, den, zs, fq, fk, vs
+        ctx.save_for_backward(q, k, v, keep, out)
+        ctx.starts, ctx.phi, ctx.beta, ctx.gamma, ctx.eps, ctx.chunk_size = starts, phi, beta, gamma, eps, chunk_size
+        ctx.has_d = d0 is not None
+        if not final:
+            return out
+        ctx.final_has_d = state.d is not None
+        return out, state.s, state.d, z
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad, *grad_final):
+        q, k, v, keep, out = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        dtype, beta, gamma, C = compute_dtype(q.dtype), ctx.beta, ctx.gamma, ctx.chunk_size
+        final, gz = None, None
+        if grad_final:
+            final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
+            gz = grad_final[2]
+        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
+        n, parts, later = q.shape[2], segments(q.shape[2], C), None
+        for i in range(len(parts) - 1, -1, -1):
+            sl, (start, z0) = parts[i], ctx.starts[i]
+            ks = None if keep is None else keep[:, None, sl, None]
+            with torch.enable_grad():
+                qs, kk = (t[:, :, sl].detach().requires_grad_(need) for t, need in ((q, needs[0]), (k, needs[1])))
+                phi_q, phi_k = ctx.phi.queries(qs), ctx.phi.keys(kk)
+            fq, fk, vs = _mapped_detached(phi_q, phi_k, v[:, :, sl], ks, dtype)
+            den, z = _normaliser(fq, fk, z0, C, ctx.eps)
+            g = grad[:, :, sl].to(dtype)
+            g_num = g * (gamma / den)  # ∂out/∂numerator
+            h = -(g * out[:, :, sl].to(dtype)).sum(-1, keepdim=True) / den  # ∂out/∂den = −out/den
+            dfq, dfk, dvs, later = _backward(fq, fk, vs, g_num, beta, C, needs[:3], start, later)
+            if final is not None:
+                to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
+                _final_state_gradient(dfk, dvs, fk, vs, beta, final, to_end)
+            # den_i = φ(q_i)·z_i: ∇φ(q_i) += h_i z_i, ∇φ(k_j) += Σ_{i≥j} h_i φ(q_i) (+ the final z's gradient)
+            if dfq is not None:
+                dfq += h * z
+            hq = h * fq
+            if dfk is not None:
+                dfk += hq.sum(2, keepdim=True) - prefix_sum(hq, C) + hq
+                if gz is not None:
+                    dfk += gz[:, :, None]
+                if ks is not None:
+                    dfk *= ks
+            if dvs is not None and ks is not None:
+                dvs *= ks
+            gz = hq.sum(2) if gz is None else gz + hq.sum(2)
+            _phi_backward(phi_q, phi_k, qs, kk, dfq, dfk, dq, dk, sl)
+            if dv is not None:
+                dv[:, :, sl] = dvs
+        initial = _initial_state_gradient(later, beta, n, final) if any(needs[4:6]) else None
+        ds0 = initial.s if needs[4] else None
+        dd0 = initial.d if (needs[5] and ctx.has_d) else None
+        dz0 = gz if needs[6] else None
+        return dq, dk, dv, None, ds0, dd0, dz0, None, None, None, None, None, None, None
+
+
+def _mapped_detached(phi_q, phi_k, v, keep, dtype):
+    return _mapped(phi_q.detach(), phi_k.detach(), v, keep, lambda x: x, dtype)
+
+
+def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk, dq, dk, sl) -> None:
+    """Chain rule through φ, recomputed for this segment: dq = φ'(q)·∇φ(q), dk = φ'(k)·∇φ(k)."""
+    outputs, grads, inputs, targets = [], [], [], []
+    for phi_x, d_phi, x, full in ((phi_q, dfq, qs, dq), (phi_k, dfk, ks, dk)):
+        if full is not None and phi_x.requires_grad:
+            outputs.append(phi_x)
+            grads.append(d_phi.to(phi_x.dtype))
+            inputs.append(x)
+            targets.append(full)
+        elif full is not None:  # φ does not depend on its input (a constant map)
+            full[:, :, sl] = 0
+    if outputs:
+        for full, g in zip(targets, torch.autograd.grad(outputs, inputs, grads, allow_unused=True)):
+            full[:, :, sl] = 0 if g is None else g
+
+
+def causal_kernel_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    phi: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    beta: float,
+    gamma: float,
+    eps: float,
+    chunk_size: int,
+    keep: torch.Tensor | None = None,
+    initial_state: KernelState | None = None,
+    output_final_state: bool = False,
+    keep_d: bool = False,
+):
+    """The module docstring's formula for raw q, k, v (B, H, N, ·); ``keep`` is float (B, N), 1 for real keys.
+
+    Arguments are trusted (the public functions check them). With ``output_final_state`` returns
+    ``(out, KernelState)``; ``keep_d`` asks for the decayed state d even at β = 0.
+    """
+    s0 = d0 = z0 = None
+    if initial_state is not None:
+        s0, d0, z0 = initial_state
+    final = bool(output_final_state)
+    result = CausalKernelAttention.apply(q, k, v, keep, s0, d0, z0, phi, float(beta), float(gamma), float(eps),
+                                         chunk_size, final, keep_d or beta > 0.0)
+    if final:
+        out, s, d, z = result
+        return out, KernelState(s, d, z)
+    return result
