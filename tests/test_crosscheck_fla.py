@@ -70,12 +70,9 @@ def test_causal_momentum_attention_is_linear_minus_fla_decayed_state(beta):
 
 
 def test_final_state_matches_fla():
-    """With ``output_final_state`` our LinearState(s, z) is fla's (S, Σφ(k)); skipped until the API has it."""
+    """With ``output_final_state`` our LinearState(s, z) is fla's (S, Σφ(k))."""
     q, k, v = _inputs(2)
-    try:
-        _, state = linear_attention(q, k, v, causal=True, output_final_state=True)
-    except TypeError as err:
-        pytest.skip(f"linear_attention has no output_final_state yet: {err}")
+    _, state = linear_attention(q, k, v, causal=True, output_final_state=True)
     _, (s, z) = fla_linear.naive_recurrent_linear_attn(
         _fla_layout(elu_plus_one(q)), _fla_layout(elu_plus_one(k)), _fla_layout(v), scale=1.0, normalize=True,
         output_final_state=True)

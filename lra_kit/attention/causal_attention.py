@@ -25,6 +25,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
+from lra_kit.attention import triton as gpu
 from lra_kit.attention.causal_product import (
     ProductState,
     _backward,
@@ -47,7 +48,11 @@ class KernelState(NamedTuple):
 
 def _mapped(q, k, v, keep, phi, dtype):
     """φ(q), φ(k)·keep, v·keep in the compute dtype: padded keys add nothing to any sum."""
-    fq, fk, v = phi.queries(q).to(dtype), phi.keys(k).to(dtype), v.to(dtype)
+    return _masked(phi.queries(q), phi.keys(k), v, keep, dtype)
+
+
+def _masked(fq, fk, v, keep, dtype):
+    fq, fk, v = fq.to(dtype), fk.to(dtype), v.to(dtype)
     if keep is not None:
         fk, v = fk * keep, v * keep
     return fq, fk, v
@@ -139,7 +144,7 @@ class CausalKernelAttention(torch.autograd.Function):
 
 
 def _mapped_detached(phi_q, phi_k, v, keep, dtype):
-    return _mapped(phi_q.detach(), phi_k.detach(), v, keep, lambda x: x, dtype)
+    return _masked(phi_q.detach(), phi_k.detach(), v, keep, dtype)
 
 
 def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk, dq, dk, sl) -> None:
@@ -178,6 +183,10 @@ def causal_kernel_attention(
     Arguments are trusted (the public functions check them). With ``output_final_state`` returns
     ``(out, KernelState)``; ``keep_d`` asks for the decayed state d even at β = 0.
     """
+    if gpu.available(q):
+        return _triton_kernel_attention(q, k, v, phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size,
+                                        keep=keep, initial_state=initial_state,
+                                        output_final_state=output_final_state)
     s0 = d0 = z0 = None
     if initial_state is not None:
         s0, d0, z0 = initial_state
@@ -188,3 +197,26 @@ def causal_kernel_attention(
         out, s, d, z = result
         return out, KernelState(s, d, z)
     return result
+
+
+def _triton_kernel_attention(q, k, v, phi, *, beta, gamma, eps, chunk_size, keep, initial_state, output_final_state):
+    """The same formula on the GPU path: φ and the normaliser in PyTorch (autograd), the causal product in
+    Triton (:func:`lra_kit.attention.triton.triton_causal_product`, states in float32). Its state pair
+    (s, d) is the one of :mod:`lra_kit.attention.causal_product`; at β = 0, d is the newest k vᵀ."""
+    dtype = compute_dtype(q.dtype)
+    fq, fk, vv = _mapped(q, k, v, None if keep is None else keep[:, None, :, None], phi, dtype)
+    product_state = None
+    if initial_state is not None:
+        s0, d0, _ = initial_state
+        product_state = (s0, torch.zeros_like(s0) if d0 is None else d0)
+    # The kernel tiles chunks of a power-of-two size ≥ 16; other sizes fall back to its default.
+    size = chunk_size if chunk_size >= 16 and chunk_size & (chunk_size - 1) == 0 else 64
+    numerator, (s, d) = gpu.triton_causal_product(fq.to(q.dtype), fk.to(q.dtype), vv.to(v.dtype), beta,
+                                                  initial_state=product_state, output_final_state=True,
+                                                  chunk_size=size)
+    z0 = None if initial_state is None else initial_state.z
+    den, z = _normaliser(fq, fk, z0, chunk_size, eps)
+    out = (gamma * numerator.to(dtype) / den).to(v.dtype)
+    if output_final_state:
+        return out, KernelState(s, d, z[:, :, -1])
+    return out

@@ -44,6 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
+from lra_kit.attention import triton as gpu
+
 DEFAULT_CHUNK_SIZE = 64
 SEGMENT_CHUNKS = 16
 
@@ -340,6 +342,12 @@ def causal_product(
             if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != want):
                 raise ValueError(f"initial_state.{name} must be a tensor of shape {want}")
     final = bool(output_final_state)
+    if gpu.available(q):  # the Triton kernel on CUDA tensors; this file stays the reference and the CPU path
+        size = chunk_size if chunk_size >= 16 and chunk_size & (chunk_size - 1) == 0 else DEFAULT_CHUNK_SIZE
+        start = None if s0 is None else (s0, torch.zeros_like(s0) if d0 is None else d0)
+        out, (s, d) = gpu.triton_causal_product(q, k, v, float(beta), initial_state=start, output_final_state=True,
+                                                chunk_size=size)
+        return (out, ProductState(s, None if beta == 0.0 else d)) if final else out
     result = CausalProduct.apply(q, k, v, float(beta), chunk_size, s0, d0, final)
     if final:
         out, s, d = result

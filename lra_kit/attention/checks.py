@@ -100,14 +100,17 @@ def check_state_arguments(causal: bool, initial_state, output_final_state) -> No
         raise ValueError("initial_state and output_final_state need causal=True (a non-causal attention has no state)")
 
 
-def check_state(state, names: Sequence[str], q: torch.Tensor, v: torch.Tensor, what: str) -> None:
-    """A recurrent state: a tuple of tensors named ``names`` with shapes (B, H, D, M) or, for ``z``, (B, H, D),
-    in the dtype the states of ``q`` accumulate in (float32 for float16/bfloat16 inputs)."""
+def check_state(state, names: Sequence[str], q: torch.Tensor, v: torch.Tensor, what: str,
+                features: int | None = None) -> None:
+    """A recurrent state: a tuple of tensors named ``names`` with shapes (B, H, F, M) or, for ``z``, (B, H, F),
+    in the dtype the states of ``q`` accumulate in (float32 for float16/bfloat16 inputs). F is the feature
+    map's output size (``features``; default the head size, as for element-wise maps)."""
     if not isinstance(state, tuple) or len(state) != len(names):
         raise TypeError(f"{what} must be a {'/'.join(names)} tuple of tensors (e.g. from output_final_state=True)")
-    B, H, D, M = q.shape[0], q.shape[1], q.shape[-1], v.shape[-1]
+    D = q.shape[-1] if features is None else features
+    B, H, M = q.shape[0], q.shape[1], v.shape[-1]
     want_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
-    for name, t in zip(names, state):
+    for name, t in zip(names, state, strict=True):
         want = (B, H, D) if name == "z" else (B, H, D, M)
         if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__

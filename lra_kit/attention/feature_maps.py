@@ -64,6 +64,10 @@ class FeatureMap(nn.Module):
         """Draw new random features; deterministic maps have none, so this does nothing."""
         return None
 
+    def output_dim(self, dim: int) -> int:
+        """Size of φ(x) for inputs of size ``dim`` (the first dimension of a recurrent state)."""
+        return dim
+
 
 class Elementwise(FeatureMap):
     """A deterministic map applied element-wise and alike to queries and keys (eq. 7 and its variants)."""

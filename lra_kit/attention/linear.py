@@ -85,7 +85,7 @@ def linear_attention(
     if causal:
         check_causal_lengths(q, k)
     if initial_state is not None:
-        check_state(initial_state, ("s", "z"), q, v, "initial_state")
+        check_state(initial_state, ("s", "z"), q, v, "initial_state", phi.output_dim(q.shape[-1]))
     if compat is not None and (initial_state is not None or output_final_state):
         raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
     if compat is not None:
@@ -142,7 +142,7 @@ def linear_attention_step(
     check_eps(eps)
     phi = get_feature_map(feature_map)
     if state is not None:
-        check_state(state, ("s", "z"), q_t, v_t, "state")
+        check_state(state, ("s", "z"), q_t, v_t, "state", phi.output_dim(q_t.shape[-1]))
     dtype = compute_dtype(q_t.dtype)
     phi_q, phi_k, v = phi.queries(q_t).to(dtype), phi.keys(k_t).to(dtype), v_t.to(dtype)
     if state is None:

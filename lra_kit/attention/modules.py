@@ -3,7 +3,12 @@
 Every module built by :func:`lra_kit.attention.build_attention` has
 
     forward(x, p=None, key_padding_mask=None) -> (y, p_out)
+    forward(x, p, key_padding_mask, initial_state=state, output_final_state=True) -> (y, p_out, state)
+                                                            (causal modules: prefill, or a sequence in pieces)
     step(x_t, p=None, state=None) -> (y_t, state)          (causal modules; generation)
+
+The state that ``forward`` returns is exactly what ``step`` takes, and the other way round: a prompt
+is prefilled in one parallel call, then continued token by token.
 
 ``p`` is Luna's extra sequence; the other attentions pass it through untouched, so a model can
 treat every attention alike. ``x`` is (batch, length, d_model), ``x_t`` is (batch, d_model).
@@ -52,12 +57,19 @@ class MultiheadAttention(nn.Module):
         self.W_v = nn.Linear(d_model, inner)
         self.W_o = nn.Linear(inner, d_model)
 
-    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: torch.Tensor | None = None):
+    def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: torch.Tensor | None = None, *,
+                initial_state: Any = None, output_final_state: bool = False):
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
+        stateful = initial_state is not None or bool(output_final_state)
+        if stateful and not self.causal:
+            raise ValueError("initial_state/output_final_state need a causal module (causal=True)")
         q, k, v = (split_heads(W(x), self.n_heads) for W in (self.W_q, self.W_k, self.W_v))
-        out = self.attend(q, k, v, key_padding_mask)
-        return self.W_o(merge_heads(out)), p
+        if not stateful:
+            return self.W_o(merge_heads(self.attend(q, k, v, key_padding_mask))), p
+        out, state = self.attend_with_state(q, k, v, key_padding_mask, initial_state)
+        y = self.W_o(merge_heads(out))
+        return (y, p, state) if output_final_state else (y, p)
 
     def step(self, x_t: torch.Tensor, p: Any = None, state: Any = None):
         if not self.causal:
@@ -74,6 +86,10 @@ class MultiheadAttention(nn.Module):
     def attend_step(self, q_t, k_t, v_t, state):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def attend_with_state(self, q, k, v, key_padding_mask, state):  # pragma: no cover - abstract
+        """Causal attention over (batch, heads, length, head_dim) from ``state`` → (out, final state)."""
+        raise NotImplementedError
+
 
 class SoftmaxAttention(MultiheadAttention):
     """Softmax attention (SDPA) with attention dropout; generation keeps a key/value cache."""
@@ -87,6 +103,19 @@ class SoftmaxAttention(MultiheadAttention):
     def attend(self, q, k, v, key_padding_mask):
         drop = self.dropout if self.training else 0.0
         return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask, dropout_p=drop)
+
+    def attend_with_state(self, q, k, v, key_padding_mask, state):
+        if state is None:
+            return self.attend(q, k, v, key_padding_mask), KVCache(k, v)
+        if key_padding_mask is not None:
+            raise ValueError("key_padding_mask cannot be combined with a KV-cache initial_state")
+        # The new queries see every cached key and, causally, the new keys: query i sits at position offset + i.
+        offset, n = state.k.shape[2], q.shape[2]
+        k, v = torch.cat([state.k, k], dim=2), torch.cat([state.v, v], dim=2)
+        allowed = torch.arange(offset + n, device=q.device)[None, :] <= offset + torch.arange(n, device=q.device)[:, None]
+        drop = self.dropout if self.training else 0.0
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=drop)
+        return out, KVCache(k, v)
 
     def attend_step(self, q_t, k_t, v_t, state):
         k = k_t[:, :, None] if state is None else torch.cat([state.k, k_t[:, :, None]], dim=2)
@@ -109,6 +138,10 @@ class LinearAttention(MultiheadAttention):
             compat=self.compat,
         )
 
+    def attend_with_state(self, q, k, v, key_padding_mask, state):
+        return linear_attention(q, k, v, causal=True, feature_map=self.feature_map, key_padding_mask=key_padding_mask,
+                                eps=self.eps, compat=self.compat, initial_state=state, output_final_state=True)
+
     def attend_step(self, q_t, k_t, v_t, state):
         return linear_attention_step(q_t, k_t, v_t, state, feature_map=self.feature_map, eps=self.eps)
 
@@ -129,6 +162,13 @@ class MomentumAttention(MultiheadAttention):
         return momentum_attention(
             q, k, v, beta=self.beta, gamma=self.gamma, causal=self.causal, feature_map=self.feature_map,
             key_padding_mask=key_padding_mask, eps=self.eps, compat=self.compat,
+        )
+
+    def attend_with_state(self, q, k, v, key_padding_mask, state):
+        return momentum_attention(
+            q, k, v, beta=self.beta, gamma=self.gamma, causal=True, feature_map=self.feature_map,
+            key_padding_mask=key_padding_mask, eps=self.eps, compat=self.compat, initial_state=state,
+            output_final_state=True,
         )
 
     def attend_step(self, q_t, k_t, v_t, state):

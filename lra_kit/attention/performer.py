@@ -105,6 +105,9 @@ class FavorPlus(FeatureMap):
         projection = gaussian_orthogonal_projection(n_features, dim, orthogonal=orthogonal, generator=generator)
         self.register_buffer("projection", projection.to(torch.get_default_dtype()))
 
+    def output_dim(self, dim: int) -> int:
+        return self.n_features
+
     @torch.no_grad()
     def redraw(self, generator: torch.Generator | None = None) -> None:
         """Draw a new projection W in place (same device and dtype). Call it between batches, if at all."""
@@ -169,22 +172,28 @@ def performer_attention(
     key_padding_mask: torch.Tensor | None = None,
     eps: float | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-) -> torch.Tensor:
+    initial_state: LinearState | None = None,
+    output_final_state: bool = False,
+):
     """Performer attention: Katharopoulos et al. eq. 5 (eq. 9 when causal) with φ = FAVOR+.
 
     An estimate of softmax attention softmax(QKᵀ/√d)V whose kernel matrix is φ(Q)φ(K)ᵀ with
     Choromanski et al.'s positive random features. Shapes as :func:`~lra_kit.attention.linear_attention`;
     half-precision inputs are computed in float32. ``eps=None`` guards the denominator with the
-    dtype's smallest normal number.
+    dtype's smallest normal number. Causal: ``initial_state`` / ``output_final_state`` as in
+    :func:`~lra_kit.attention.linear_attention` (the state is a ``LinearState`` of the features).
     """
     check_qkv(q, k, v)
     _check_favor(feature_map, q.shape[-1])
     dtype = _compute_dtype(q.dtype)
-    out = linear_attention(
+    result = linear_attention(
         q.to(dtype), k.to(dtype), v.to(dtype), causal=causal, feature_map=feature_map,
         key_padding_mask=key_padding_mask, eps=_eps(eps, dtype), chunk_size=chunk_size,
+        initial_state=initial_state, output_final_state=output_final_state,
     )
-    return out.to(q.dtype)
+    if output_final_state:
+        return result[0].to(q.dtype), result[1]
+    return result.to(q.dtype)
 
 
 def performer_attention_step(
@@ -228,6 +237,10 @@ class PerformerAttention(MultiheadAttention):
         return performer_attention(
             q, k, v, feature_map=self.feature_map, causal=self.causal, key_padding_mask=key_padding_mask, eps=self.eps
         )
+
+    def attend_with_state(self, q, k, v, key_padding_mask, state):
+        return performer_attention(q, k, v, feature_map=self.feature_map, causal=True, key_padding_mask=key_padding_mask,
+                                   eps=self.eps, initial_state=state, output_final_state=True)
 
     def attend_step(self, q_t, k_t, v_t, state):
         return performer_attention_step(q_t, k_t, v_t, state, feature_map=self.feature_map, eps=self.eps)
