@@ -55,7 +55,7 @@ def test_causal_gradients_cuda(dtype):
     qc, kc, vc = (t.detach().cuda().to(dtype).requires_grad_() for t in (q, k, v))
     out = momentum_attention(qc, kc, vc, beta=0.5, causal=True)
     grads = torch.autograd.grad((out * g.cuda().to(dtype)).sum(), (qc, kc, vc))
-    for a, b in zip(grads, ref):
+    for a, b in zip(grads, ref, strict=False):
         assert rel_rms(a, b) < 5 * TOL[dtype]
 
 

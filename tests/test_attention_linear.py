@@ -118,7 +118,7 @@ def test_linear_gradients_equal_autograd_through_oracle(shape):
     grad_out = torch.randn(B, H, N, M, dtype=torch.float64)
     fast = torch.autograd.grad((linear_attention(q, k, v, causal=True) * grad_out).sum(), (q, k, v))
     slow = torch.autograd.grad((naive_linear_attention(q, k, v, causal=True) * grad_out).sum(), (q, k, v))
-    for name, a, b in zip("qkv", fast, slow):
+    for name, a, b in zip("qkv", fast, slow, strict=False):
         assert_close(a, b, rtol=1e-9, atol=1e-9, msg=f"grad {name}")
 
 
@@ -149,7 +149,7 @@ def test_memory_custom_gradient_linear_naive_cumulative_quadratic():
     # Ours saves exactly q, k, v: 3·N·D floats.
     assert ours == [3 * N * D * 4 for N in (256, 512, 1024)]
     # The naive version keeps every state S_i: at least N·D·M floats, i.e. D times more.
-    assert all(n >= N * D * M * 4 for n, N in zip(naive, (256, 512, 1024)))
+    assert all(n >= N * D * M * 4 for n, N in zip(naive, (256, 512, 1024), strict=False))
     assert naive[-1] / ours[-1] > D / 4
 
 
@@ -197,7 +197,7 @@ def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
     lengths = [1024, 4096]
     peaks = peak_memory_by_length(["linear_causal", "linear_cumulative_states"], lengths, heads=2, dim=D)
     ours, naive = peaks["linear_causal"], peaks["linear_cumulative_states"]
-    for N, a, b in zip(lengths, ours, naive):
+    for N, a, b in zip(lengths, ours, naive, strict=False):
         assert b >= 2 * N * D * M * 4  # all N states of size D × M (float32), per head
         assert a < b / 8
     assert 3.0 < ours[1] / ours[0] < 5.5  # linear in N

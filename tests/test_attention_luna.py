@@ -169,7 +169,7 @@ def test_two_parts_equal_whole_and_state_is_the_steps_state(m, chunk_size):
         y_t, state = causal_luna_step(*(x[:, :, t] for x in parts[:4]), parts[4], state)
         outs.append(y_t)
     assert_close(torch.stack(outs, dim=2), y2)
-    for a, b in zip((s2, state), (state_n, state_n)):
+    for a, b in zip((s2, state), (state_n, state_n), strict=False):
         assert isinstance(a, LunaState)
         assert_close(a.key_pack, b.key_pack)
         assert_close(a.pack_value, b.pack_value)
@@ -202,7 +202,7 @@ def test_gradients_through_the_state_equal_the_whole_sequence():
     y1, s1 = causal_luna_attention(*first, output_final_state=True)
     y2 = causal_luna_attention(*second, initial_state=s1)
     g_split = torch.autograd.grad(loss(torch.cat([y1, y2], dim=2)), parts)
-    for a, b in zip(g_split, g_whole):
+    for a, b in zip(g_split, g_whole, strict=False):
         assert_close(a, b)
 
 
@@ -253,7 +253,7 @@ def test_dropout_is_replayed_in_backward():
     plain = _causal_luna(*parts, None, None, counts, None, activation="softplus", dropout_p=0.4, chunk_size=64,
                          final=False)
     slow = torch.autograd.grad(plain.square().sum(), parts)
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=False):
         assert_close(a, b)
 
 

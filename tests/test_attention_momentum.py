@@ -94,7 +94,7 @@ def test_momentum_gradients_equal_autograd_through_oracle():
     slow = torch.autograd.grad(
         (naive_momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True) * g).sum(), (q, k, v)
     )
-    for name, a, b in zip("qkv", fast, slow):
+    for name, a, b in zip("qkv", fast, slow, strict=False):
         assert_close(a, b, rtol=1e-9, atol=1e-9, msg=f"grad {name}")
 
 
@@ -161,7 +161,8 @@ def test_lra_compat_modes_are_the_unnormalised_nystromformer_attention():
     j = torch.arange(1, N + 1, dtype=torch.float64)
     w = (0.9 * (1 - 0.6 ** (N - j + 1)) / (1 - 0.6))[None, None, :, None]  # the padded length in the weights
     expected = fq @ ((fk * w).transpose(-1, -2) @ (v * keep))
-    assert_close(momentum_attention(q, k, v, beta=0.6, gamma=0.9, key_padding_mask=mask, compat="authors_lra"), expected)
+    got = momentum_attention(q, k, v, beta=0.6, gamma=0.9, key_padding_mask=mask, compat="authors_lra")
+    assert_close(got, expected)
     with pytest.raises(ValueError, match="causal"):
         linear_attention(q, k, v, causal=True, compat="nystromformer")
     with pytest.raises(ValueError, match="causal"):

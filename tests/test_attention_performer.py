@@ -169,7 +169,8 @@ def test_gradients_match_finite_differences():
     fm = favor(3, 5)
     for causal in (False, True):
         assert torch.autograd.gradcheck(
-            lambda q, k, v: performer_attention(q, k, v, feature_map=fm, causal=causal, chunk_size=4), (q, k, v)
+            lambda q, k, v, causal=causal: performer_attention(q, k, v, feature_map=fm, causal=causal, chunk_size=4),
+            (q, k, v)
         )
 
 

@@ -37,7 +37,7 @@ def steps(kind, q, k, v, state, beta=0.6, gamma=0.7):
 
 def assert_states_close(a, b, **kw):
     assert type(a) is type(b)
-    for name, x, y in zip(a._fields, a, b):
+    for name, x, y in zip(a._fields, a, b, strict=False):
         assert_close(x, y, msg=f"state.{name}", **kw)
 
 
@@ -108,7 +108,7 @@ def test_gradient_with_states_equals_autograd_through_the_recurrent_oracle(kind,
     leaves = (q, k, v, *state)
 
     def loss(out, final):
-        return sum((w * t).sum() for w, t in zip(weights, (out, *final)))
+        return sum((w * t).sum() for w, t in zip(weights, (out, *final), strict=False))
 
     if kind == "linear":
         fast = linear_attention(q, k, v, causal=True, chunk_size=4, initial_state=LinearState(*state),
@@ -120,7 +120,7 @@ def test_gradient_with_states_equals_autograd_through_the_recurrent_oracle(kind,
         slow = naive_momentum_recurrent(q, k, v, beta=beta, gamma=0.6, initial_state=state, output_final_state=True)
     assert_close(fast[0], slow[0], rtol=1e-9, atol=1e-9)
     for name, a, b in zip(("q", "k", "v", "state[0]", "state[1]", "state[2]"), torch.autograd.grad(loss(*fast), leaves),
-                          torch.autograd.grad(loss(*slow), leaves)):
+                          torch.autograd.grad(loss(*slow), leaves), strict=False):
         assert_close(a, b, rtol=1e-8, atol=1e-9, msg=f"grad {name}")
 
 
@@ -133,13 +133,13 @@ def test_state_with_padding_matches_steps_over_real_tokens():
         _, state = run(kind, q, k, v, key_padding_mask=mask, output_final_state=True, chunk_size=8, **kw)
         _, alone = run(kind, q[1:, :, :12], k[1:, :, :12], v[1:, :, :12], output_final_state=True, **kw)
         if kind == "linear":
-            for x, y in zip(state, alone):
+            for x, y in zip(state, alone, strict=False):
                 assert_close(x[1:], y)
         else:  # the momentum state keeps decaying over the padding (eq. 12 with φ(k)vᵀ = 0)
             _, stepped = steps(kind, q[1:, :, :12], k[1:, :, :12], v[1:, :, :12], None, beta=0.5)
             zero = torch.zeros_like(q[1:, :, 12:])
             _, stepped = steps(kind, zero, zero - 1e4, zero, stepped, beta=0.5)  # φ(−1e4) = 0: keys that add nothing
-            for x, y in zip(state, stepped):
+            for x, y in zip(state, stepped, strict=False):
                 assert_close(x[1:], y, rtol=1e-9, atol=1e-12)
 
 
@@ -226,7 +226,8 @@ def test_state_argument_checks():
     with pytest.raises(TypeError, match="s/m/z"):
         momentum_attention(q, k, v, beta=0.5, causal=True, initial_state=good)
     with pytest.raises(TypeError, match="dtype"):
-        linear_attention(q.half(), k.half(), v.half(), causal=True, initial_state=LinearState(good.s.half(), good.z.half()))
+        half_state = LinearState(good.s.half(), good.z.half())
+        linear_attention(q.half(), k.half(), v.half(), causal=True, initial_state=half_state)
     with pytest.raises(ValueError, match="compat"):
         linear_attention(q, k, v, causal=True, initial_state=good, compat="nystromformer")
     with pytest.raises(ValueError, match="chunk_size"):

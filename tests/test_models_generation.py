@@ -76,8 +76,8 @@ def test_prefill_then_step_equals_parallel_and_stepping(attention, options, conn
             _, stepped_states = model.encoder.step(x[:, t], stepped_states)
         prefilled = model.encoder.prefill(x[:, :m])[1]
     torch.testing.assert_close(torch.cat(outs, 1), parallel, rtol=1e-4, atol=1e-4)
-    for a, b in zip(prefilled, stepped_states):
-        for u, w in zip(a, b):
+    for a, b in zip(prefilled, stepped_states, strict=False):
+        for u, w in zip(a, b, strict=False):
             torch.testing.assert_close(u.to(w.dtype), w, rtol=1e-4, atol=1e-5)
 
 

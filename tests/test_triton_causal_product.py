@@ -76,7 +76,7 @@ def test_gradients_match_recurrence(beta):
     qt, kt, vt = on_device(q, k, v)
     out = triton_causal_product(qt, kt, vt, beta, chunk_size=CHUNK)
     grads = torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt))
-    for name, a, b in zip("qkv", grads, ref):
+    for name, a, b in zip("qkv", grads, ref, strict=False):
         assert rel_rms(a, b) < 1e-5, name
 
 
@@ -96,7 +96,7 @@ def test_initial_and_final_state(beta):
     for got, want in ((out_t, out), (s_t, s), (d_t, d)):
         assert rel_rms(got, want) < 1e-6
     loss = (out_t * g.to(out_t)).sum() + (s_t * a.to(s_t)).sum() + (d_t * b.to(d_t)).sum()
-    for name, got, want in zip(["q", "k", "v", "s0", "d0"], torch.autograd.grad(loss, dev), ref_grads):
+    for name, got, want in zip(["q", "k", "v", "s0", "d0"], torch.autograd.grad(loss, dev), ref_grads, strict=False):
         assert rel_rms(got, want) < 1e-5, name
 
 
@@ -121,7 +121,7 @@ def test_low_precision_inputs_keep_float32_states(dtype):
     out = triton_causal_product(qt, kt, vt, 0.99, chunk_size=CHUNK)
     assert out.dtype == dtype
     assert rel_rms(out, ref) < 1e-2  # the output's own rounding (8-bit mantissa in bf16) dominates
-    for a, b in zip(torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads):
+    for a, b in zip(torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads, strict=False):
         assert a.dtype == dtype and rel_rms(a, b) < 1e-2
 
 
@@ -134,7 +134,7 @@ def test_wide_heads_split_into_several_state_and_column_blocks():
     qt, kt, vt = on_device(q, k, v)
     out = triton_causal_product(qt, kt, vt, 0.9, chunk_size=CHUNK)
     assert rel_rms(out, ref) < 1e-6
-    for name, a, b in zip("qkv", torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads):
+    for name, a, b in zip("qkv", torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads, strict=False):
         assert rel_rms(a, b) < 1e-5, name
 
 
@@ -188,7 +188,7 @@ def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
     fast = [t.detach().cuda().bfloat16().requires_grad_() for t in (q, k, v)]
     out = triton_causal_product(*fast, beta)
     assert rel_rms(out, ref) < 2e-2
-    for a, b in zip(torch.autograd.grad((out * g.cuda().bfloat16()).sum(), fast), ref_grads):
+    for a, b in zip(torch.autograd.grad((out * g.cuda().bfloat16()).sum(), fast), ref_grads, strict=False):
         assert rel_rms(a, b) < 5e-2
 
 

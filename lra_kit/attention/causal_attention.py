@@ -103,7 +103,7 @@ class CausalKernelAttention(torch.autograd.Function):
         if grad_final:
             final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
             gz = grad_final[2]
-        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
+        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False))
         n, parts, later = q.shape[2], segments(q.shape[2], C), None
         for i in range(len(parts) - 1, -1, -1):
             sl, (start, z0) = parts[i], ctx.starts[i]
@@ -159,7 +159,7 @@ def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk, dq, dk, sl) -> None:
         elif full is not None:  # φ does not depend on its input (a constant map)
             full[:, :, sl] = 0
     if outputs:
-        for full, g in zip(targets, torch.autograd.grad(outputs, inputs, grads, allow_unused=True)):
+        for full, g in zip(targets, torch.autograd.grad(outputs, inputs, grads, allow_unused=True), strict=False):
             full[:, :, sl] = 0 if g is None else g
 
 

@@ -111,7 +111,8 @@ class _Chunking:
         from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
         self.forward = {"w_sigma": momentum_lag_weights(to_end, beta).T, "w_delta": decay_weights(to_end, beta).T,
                         "read": beta * momentum_lag_weights(from_start, beta)}
-        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T, "w_delta": decay_weights(from_start, beta).T,
+        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T,
+                        "w_delta": decay_weights(from_start, beta).T,
                         "read": beta * momentum_lag_weights(to_end, beta)}
         # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
         # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
@@ -148,12 +149,13 @@ class _Chunking:
         #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
         order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
         step_s, step_d = beta * _scalar_u(self.C - 1, beta), beta**self.C
-        for prev, c in zip(order, order[1:] + [None]):
+        for prev, c in zip(order, order[1:] + [None], strict=False):
             s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
                 s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
             if d is not None:
                 s_next.add_(d[:, :, prev], alpha=step_s)
-                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d, out=None if c is None else d[:, :, c])
+                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d,
+                                   out=None if c is None else d[:, :, c])
         far = ProductState(s_next, d_next if d is not None else None)
         return s, d, far
 
@@ -174,7 +176,8 @@ def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
     """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
     carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))  # a segment of a longer tensor: copy once, not per product
+    # A segment of a longer tensor: copy it once, not once per product.
+    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))
     out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
     s, d, final = ch.states(kc, vc, state, reverse=False)
     out += ch.read(qc, s, d, reverse=False)
@@ -224,7 +227,8 @@ def _final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState, to_end: 
 
 def _initial_state_gradient(later: ProductState, beta: float, n: int, grad_final: ProductState | None) -> ProductState:
     """Output i reads the initial state as s_0 + β·u(i)·d_0; the final state holds it as s_0 + β·u(n−1)·d_0 and
-    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ); Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
+    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ);
+    Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
     s_rev, d_rev = later.s.transpose(-1, -2), None if later.d is None else later.d.transpose(-1, -2)
     gs = s_rev if d_rev is None else (1.0 - beta) * s_rev + beta * d_rev
     gd = beta * s_rev
@@ -292,7 +296,7 @@ class CausalProduct(torch.autograd.Function):
         final = None
         if grad_final and grad_final[0] is not None:
             final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
-        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3]))
+        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False))
         n, parts, later = q.shape[2], segments(q.shape[2], ctx.chunk_size), None
         for i in range(len(parts) - 1, -1, -1):
             sl = parts[i]

@@ -98,7 +98,8 @@ def linear_compat(compat, q, k, v, *, causal, feature_map, key_padding_mask):
 def momentum_compat(compat, q, k, v, *, beta, gamma, causal, feature_map, key_padding_mask, eps, chunk_size):
     """``momentum_attention(..., compat=...)``. Called after the caller's checks."""
     if compat not in MOMENTUM_COMPAT_MODES:
-        raise ValueError(f"compat must be None or one of {MOMENTUM_COMPAT_MODES} for momentum attention, got {compat!r}")
+        raise ValueError(
+            f"compat must be None or one of {MOMENTUM_COMPAT_MODES} for momentum attention, got {compat!r}")
     if compat == "authors_lra":
         if causal:
             raise ValueError("compat='authors_lra' is the non-causal LRA attention; use causal=False")

@@ -13,7 +13,7 @@ sides, nothing to draw.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn

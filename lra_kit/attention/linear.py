@@ -31,7 +31,8 @@ from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 
 
 class LinearState(NamedTuple):
-    """RNN state of eqs. 16–19: attention memory s = Σ φ(k_j)v_jᵀ (B, H, D, M), normaliser memory z = Σ φ(k_j) (B, H, D)."""
+    """RNN state of eqs. 16–19: attention memory s = Σ φ(k_j)v_jᵀ (B, H, D, M) and normaliser memory
+    z = Σ φ(k_j) (B, H, D)."""
 
     s: torch.Tensor
     z: torch.Tensor

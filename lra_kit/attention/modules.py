@@ -112,7 +112,8 @@ class SoftmaxAttention(MultiheadAttention):
         # The new queries see every cached key and, causally, the new keys: query i sits at position offset + i.
         offset, n = state.k.shape[2], q.shape[2]
         k, v = torch.cat([state.k, k], dim=2), torch.cat([state.v, v], dim=2)
-        allowed = torch.arange(offset + n, device=q.device)[None, :] <= offset + torch.arange(n, device=q.device)[:, None]
+        position = offset + torch.arange(n, device=q.device)[:, None]
+        allowed = torch.arange(offset + n, device=q.device)[None, :] <= position
         drop = self.dropout if self.training else 0.0
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=drop)
         return out, KVCache(k, v)

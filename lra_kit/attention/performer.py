@@ -239,8 +239,9 @@ class PerformerAttention(MultiheadAttention):
         )
 
     def attend_with_state(self, q, k, v, key_padding_mask, state):
-        return performer_attention(q, k, v, feature_map=self.feature_map, causal=True, key_padding_mask=key_padding_mask,
-                                   eps=self.eps, initial_state=state, output_final_state=True)
+        return performer_attention(q, k, v, feature_map=self.feature_map, causal=True,
+                                   key_padding_mask=key_padding_mask, eps=self.eps, initial_state=state,
+                                   output_final_state=True)
 
     def attend_step(self, q_t, k_t, v_t, state):
         return performer_attention_step(q_t, k_t, v_t, state, feature_map=self.feature_map, eps=self.eps)

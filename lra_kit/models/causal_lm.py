@@ -14,7 +14,6 @@ give the same tokens.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -47,7 +46,7 @@ class CausalLM(nn.Module):
             return logistic_mixture_log_pmf(out, self.cfg.mixture_components)
         return F.log_softmax(out.float(), dim=-1)
 
-    def forward(self, input_ids: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         h, _ = self.encoder(self.embed(input_ids), key_padding_mask)
         return self.log_probs(h)
 
@@ -75,7 +74,7 @@ class CausalLM(nn.Module):
 
     @torch.no_grad()
     def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, greedy: bool = False, temperature: float = 1.0,
-                 generator: Optional[torch.Generator] = None, recurrent: bool = True) -> torch.Tensor:
+                 generator: torch.Generator | None = None, recurrent: bool = True) -> torch.Tensor:
         """Continue ``prompt`` (batch, n0 ≥ 1) by ``max_new_tokens`` tokens; returns (batch, n0 + new).
 
         ``recurrent=True`` prefills: the prompt goes through the parallel forms in one call, which

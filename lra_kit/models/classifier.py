@@ -11,7 +11,6 @@ final packed sequence P (Luna Table 3).
 """
 from __future__ import annotations
 
-from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -21,7 +20,7 @@ from lra_kit.models.embeddings import Embeddings
 from lra_kit.models.layers import Encoder
 
 
-def masked_mean(x: torch.Tensor, key_padding_mask: Optional[torch.Tensor]) -> torch.Tensor:
+def masked_mean(x: torch.Tensor, key_padding_mask: torch.Tensor | None) -> torch.Tensor:
     """Mean of (batch, n, d) over the positions that are not padding."""
     if key_padding_mask is None:
         return x.mean(dim=1)
@@ -53,7 +52,7 @@ class LRAClassifier(nn.Module):
     def make_head(self, cfg: ModelConfig, num_classes: int) -> nn.Module:
         return mlp_head(cfg.d_model, cfg.d_ff, num_classes)
 
-    def encode(self, input_ids: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def encode(self, input_ids: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, n) ids → pooled (batch, d)."""
         if self.cls_id is not None:
             cls = input_ids.new_full((input_ids.shape[0], 1), self.cls_id)
@@ -67,7 +66,7 @@ class LRAClassifier(nn.Module):
             return p.mean(dim=1)
         return masked_mean(x, key_padding_mask)
 
-    def forward(self, input_ids: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.encode(input_ids, key_padding_mask))
 
 

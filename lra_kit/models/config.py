@@ -46,7 +46,7 @@ class ModelConfig:
     output: str = "softmax"             # "softmax" over the vocabulary | "logistic_mixture" over 256 pixel values
     mixture_components: int = 10
 
-    def validate(self) -> "ModelConfig":
+    def validate(self) -> ModelConfig:
         from lra_kit.attention import ATTENTIONS
 
         choices = {"attention": tuple(sorted(ATTENTIONS)), "connection": CONNECTIONS, "norm": NORMS,

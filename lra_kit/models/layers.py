@@ -28,7 +28,7 @@ x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
 from __future__ import annotations
 
 import inspect
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -42,7 +42,7 @@ def adaptive_momentum(
     prev_grad: torch.Tensor,
     *,
     delta: float = 1e-3,
-    dim: Optional[Union[int, tuple[int, ...]]] = None,
+    dim: int | tuple[int, ...] | None = None,
 ) -> torch.Tensor:
     """Adaptive heavy-ball momentum, Nguyen et al. eq. 18.
 
@@ -93,8 +93,8 @@ def attention_prefill(attn: nn.Module, x: torch.Tensor, p: Any = None, state: An
 class Carry(NamedTuple):
     """What a layer passes to the next for the momentum connection: its input x_ℓ and its V̂_ℓ."""
 
-    x: Optional[torch.Tensor] = None
-    v_hat: Optional[torch.Tensor] = None
+    x: torch.Tensor | None = None
+    v_hat: torch.Tensor | None = None
 
 
 class FeedForward(nn.Sequential):
@@ -120,7 +120,7 @@ class TransformerLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def momentum_beta(self, v_hat: torch.Tensor, carry: Carry, keep: Optional[torch.Tensor]):
+    def momentum_beta(self, v_hat: torch.Tensor, carry: Carry, keep: torch.Tensor | None):
         """β̃ of this layer: a constant, or eq. 18 from V̂_ℓ and V̂_{ℓ−1} (detached)."""
         cfg = self.cfg
         if cfg.connection == "momentum":
@@ -236,7 +236,7 @@ class Encoder(nn.Module):
             self.p0 = nn.Parameter(torch.randn(cfg.luna_length, cfg.d_model) * cfg.d_model ** -0.5)
             self.p_drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None):
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None):
         """(batch, n, d) → (x, p): p is the final packed sequence for non-causal Luna, else None."""
         p = None if self.p0 is None else self.p_drop(self.p0.expand(x.shape[0], -1, -1))
         carry = Carry()
@@ -244,7 +244,7 @@ class Encoder(nn.Module):
             x, carry, p = layer(x, carry, p, key_padding_mask)
         return self.final_norm(x), p
 
-    def prefill(self, x: torch.Tensor, states: Optional[list] = None):
+    def prefill(self, x: torch.Tensor, states: list | None = None):
         """All positions (batch, n, d) of a causal stack at once → (hidden states, per-layer states for ``step``).
 
         Each layer runs its attention's parallel form and returns its final recurrent state (a
@@ -259,7 +259,7 @@ class Encoder(nn.Module):
             x, carry, states[i] = layer.prefill(x, carry, states[i])
         return self.final_norm(x), states
 
-    def step(self, x_t: torch.Tensor, states: Optional[list] = None):
+    def step(self, x_t: torch.Tensor, states: list | None = None):
         """One position through every layer: states[ℓ] is layer ℓ's attention state (None at start)."""
         states = [None] * len(self.layers) if states is None else list(states)
         carry = Carry()

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 SCHEDULES = ("constant", "linear", "step", "inverse_sqrt")
 

@@ -199,7 +199,7 @@ def _check(q, k, v, beta, initial_state, chunk_size) -> None:
         if not (isinstance(initial_state, (tuple, list)) and len(initial_state) == 2):
             raise TypeError("initial_state must be a pair (s, d) of tensors")
         want = (*q.shape[:2], q.shape[3], v.shape[3])
-        for name, t in zip(("s", "d"), initial_state):
+        for name, t in zip(("s", "d"), initial_state, strict=False):
             if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
                 got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
                 raise ValueError(f"initial_state {name} must have shape (batch, heads, dim, dim_v) = {want}, got {got}")
