@@ -23,6 +23,13 @@ import triton.language as tl
 
 
 @triton.jit
+def _load_rows(ptr, bh, N, rows, inside, cols, width):
+    """Rows ``rows`` (C,) of one (batch·head)'s (N, width) matrix, columns ``cols``, zero outside; as float32."""
+    return tl.load(ptr + (bh * N + rows[:, None]) * width + cols[None, :],
+                   mask=inside[:, None] & (cols[None, :] < width), other=0.0).to(tl.float32)
+
+
+@triton.jit
 def chunk_states_kernel(
     x_ptr, y_ptr,  # (BH, N, DX), (BH, N, DY), contiguous
     s_ptr, d_ptr,  # (BH, NC, DX, DY) float32: the state at each chunk's boundary
@@ -61,10 +68,8 @@ def chunk_states_kernel(
         L = tl.minimum(C, N - start)
         inside = pos < L
         rows = start + pos
-        x = tl.load(x_ptr + (bh * N + rows[:, None]) * DX + rx[None, :],
-                    mask=inside[:, None] & (rx[None, :] < DX), other=0.0).to(tl.float32)
-        y = tl.load(y_ptr + (bh * N + rows[:, None]) * DY + ry[None, :],
-                    mask=inside[:, None] & (ry[None, :] < DY), other=0.0).to(tl.float32)
+        x = _load_rows(x_ptr, bh, N, rows, inside, rx, DX)
+        y = _load_rows(y_ptr, bh, N, rows, inside, ry, DY)
         boundary = ((bh * NC + chunk) * DX) * DY
         tl.store(s_ptr + boundary + state_off, s, mask=state_mask)
         if USE_D:
@@ -118,12 +123,9 @@ def chunk_output_kernel(
     L = tl.minimum(C, N - start)
     inside = pos < L
     rows = start + pos
-    x = tl.load(x_ptr + (bh * N + rows[:, None]) * DX + rx[None, :],
-                mask=inside[:, None] & (rx[None, :] < DX), other=0.0).to(tl.float32)
-    y = tl.load(y_ptr + (bh * N + rows[:, None]) * DX + rx[None, :],
-                mask=inside[:, None] & (rx[None, :] < DX), other=0.0).to(tl.float32)
-    z = tl.load(z_ptr + (bh * N + rows[:, None]) * DZ + rz[None, :],
-                mask=inside[:, None] & (rz[None, :] < DZ), other=0.0).to(tl.float32)
+    x = _load_rows(x_ptr, bh, N, rows, inside, rx, DX)
+    y = _load_rows(y_ptr, bh, N, rows, inside, rx, DX)
+    z = _load_rows(z_ptr, bh, N, rows, inside, rz, DZ)
     if REVERSE:
         lag = pos[None, :] - pos[:, None]  # i − b, row b, column i
     else:
