@@ -50,7 +50,7 @@ def copy_accuracy(model: CausalLM, ids: torch.Tensor) -> float:
     return (predicted == ids[:, w + 2:]).float().mean().item()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def train_copy_model(attention: str, *, steps: int | None = None, seed: int = 0, word_length: int = 12,
                      connection: str = "residual", layers: int | None = None, record_every: int = 0,
                      scale: str | None = None) -> dict:
