@@ -1,0 +1,250 @@
+"""Small trained models for the book's figures: a copy-task language model and what it attends to.
+
+The copy task (Katharopoulos et al. §4.1) with one fixed word length w: a sample is ``0 w 0 w``, so a
+model that has learnt the task predicts token t+1 of the second copy by reading position t+1−(w+1),
+i.e. the *query at position t attends to key t − w* (one word length back). That is a sharp, checkable
+claim about a trained attention map, which random projections cannot show.
+
+:func:`train_copy_model` trains at the size of the copy config of the current scale
+(``lra_kit.train.configs.get_config("copy", attention, scale)``, docs/design.md §3 Scales) for a few
+hundred steps on the CPU, cached per build. :func:`attention_weights` turns a trained layer into its
+per-head N×N attention matrices with the float64 oracles of :mod:`lra_kit.attention.naive`: each
+oracle applied to the values V = I returns its own weight matrix (row i of (weights) @ I).
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+import torch
+
+from lra_kit.attention.heads import split_heads
+from lra_kit.attention.luna import pack_activation
+from lra_kit.attention.naive import (
+    naive_causal_mean_product,
+    naive_linear_attention,
+    naive_momentum_attention,
+    naive_softmax_attention,
+)
+from lra_kit.data.tasks.copy_task import NUM_SYMBOLS, SEPARATOR, VOCAB_SIZE
+from lra_kit.models.causal_lm import CausalLM
+from lra_kit.scales import get_scale
+from lra_kit.train.configs import get_config
+
+ATTENTIONS = ("softmax", "linear", "momentum", "luna")
+STEPS = {"smoke": 60, "book": 300, "paper": 300}
+
+
+def copy_batch(generator: torch.Generator, batch_size: int, word_length: int) -> torch.Tensor:
+    """(batch, 2w+2) ids ``0 w 0 w`` with symbols uniform in 1..10."""
+    word = torch.randint(1, NUM_SYMBOLS + 1, (batch_size, word_length), generator=generator)
+    sep = torch.full((batch_size, 1), SEPARATOR)
+    return torch.cat([sep, word, sep, word], dim=1)
+
+
+def copy_accuracy(model: CausalLM, ids: torch.Tensor) -> float:
+    """Share of the second copy's tokens predicted correctly (argmax), the papers' copy accuracy."""
+    w = (ids.shape[1] - 2) // 2
+    with torch.no_grad():
+        predicted = model(ids)[:, w + 1:-1].argmax(-1)
+    return (predicted == ids[:, w + 2:]).float().mean().item()
+
+
+@functools.cache
+def train_copy_model(attention: str, *, steps: int | None = None, seed: int = 0, word_length: int = 12,
+                     connection: str = "residual", layers: int | None = None, record_every: int = 0,
+                     scale: str | None = None) -> dict:
+    """Train a causal LM on the copy task with one word length; cached per argument set.
+
+    Returns ``{"model", "ids" (a held-out batch), "accuracy" (on it), "steps", "scale", "seconds",
+    "beta_trace"}``; ``beta_trace`` is ``(step, β̃ per layer)`` every ``record_every`` steps for an
+    adaptive connection (mean over the held-out batch's positions, eq. 18).
+    """
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
+    if not (isinstance(word_length, int) and 2 <= word_length <= 60):
+        raise ValueError(f"word_length must be an int in 2..60, got {word_length!r}")
+    scale = get_scale(scale)
+    steps = STEPS[scale] if steps is None else steps
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    cfg = get_config("copy", attention, "smoke" if scale == "smoke" else "book", connection=connection).model
+    cfg.dropout = cfg.attention_dropout = 0.0
+    if layers is not None:
+        cfg.layers = layers
+    torch.manual_seed(seed)
+    n = 2 * word_length + 2
+    model = CausalLM(cfg, vocab_size=VOCAB_SIZE, max_length=n)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    held_out = copy_batch(torch.Generator().manual_seed(seed + 1), 64, word_length)
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[word_length + 2:] = True  # the second copy is what the papers score
+    trace = []
+    start = time.perf_counter()
+    for step in range(steps):
+        if record_every and step % record_every == 0:
+            trace.append((step, layer_betas(model, held_out)))
+        ids = copy_batch(gen, 32, word_length)
+        loss = model.loss_terms(ids, None, mask[None].expand_as(ids))
+        opt.zero_grad()
+        (loss["nll"] / loss["count"]).backward()
+        opt.step()
+    if record_every:
+        trace.append((steps, layer_betas(model, held_out)))
+    model.eval()
+    return {"model": model, "ids": held_out, "accuracy": copy_accuracy(model, held_out), "steps": steps,
+            "scale": scale, "seconds": time.perf_counter() - start, "beta_trace": trace}
+
+
+def attention_inputs(model: CausalLM, ids: torch.Tensor) -> list[torch.Tensor]:
+    """What each layer's attention module sees (after the pre-LN), captured by forward pre-hooks."""
+    seen = []
+    hooks = [layer.attn.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
+             for layer in model.encoder.layers]
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen
+
+
+def layer_betas(model: CausalLM, ids: torch.Tensor) -> list[float]:
+    """Mean β̃ of each layer of an adaptive-connection model on ``ids`` (eq. 18; layer 1 has none: 0)."""
+    betas, hooks = [], []
+    for layer in model.encoder.layers:
+        def record(_m, args, out, layer=layer):
+            _x, v_hat, carry, keep = args
+            beta = layer.momentum_beta(v_hat, carry, keep) if carry.v_hat is not None else 0.0
+            betas.append(float(torch.as_tensor(beta).mean()))
+        hooks.append(_Hook(layer, record))
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return betas
+
+
+class _Hook:
+    """Wrap ``layer._finish`` to see its arguments (v̂ and the carry are not module inputs)."""
+
+    def __init__(self, layer, fn):
+        self.layer, original = layer, layer._finish
+
+        def wrapped(*args):
+            out = original(*args)
+            fn(layer, args, out)
+            return out
+        layer._finish = wrapped
+
+    def remove(self) -> None:
+        del self.layer._finish
+
+
+def attention_weights(attn, x: torch.Tensor, p: torch.Tensor | None = None) -> torch.Tensor:
+    """(batch, heads, N, N) float64 causal attention weights of a trained module on its input x.
+
+    softmax: softmax(QKᵀ/√d) with the causal mask (eq. 2/8); linear: φ(q_i)ᵀφ(k_j)/Σ_{j'≤i}φ(q_i)ᵀφ(k_{j'})
+    (eq. 9); momentum: the same kernel matrix times the momentum weights W_ij (eq. 13). Luna: the
+    token-to-token weights of causal Luna, (1/i) Σ_c A_unpack[i, c] A_pack[j, c] for j ≤ i (§3.3).
+    Each from :mod:`lra_kit.attention.naive` applied to V = I. ``p``: causal Luna's learned P (l, d).
+    """
+    x = x.double()
+    if hasattr(attn, "pq_proj"):
+        if p is None:
+            raise ValueError("causal Luna needs its layer's learned P: attention_weights(attn, x, p=layer.p)")
+        return luna_token_weights(attn, x, p)
+    n = x.shape[1]
+    with torch.no_grad():
+        w_q, w_k = attn.W_q.double(), attn.W_k.double()
+        q, k = split_heads(w_q(x), attn.n_heads), split_heads(w_k(x), attn.n_heads)
+        attn.W_q.float(), attn.W_k.float()
+        eye = torch.eye(n, dtype=torch.float64).expand(*q.shape[:2], n, n)
+        name = type(attn).__name__
+        if name == "SoftmaxAttention":
+            return naive_softmax_attention(q, k, eye, causal=True)
+        fm = attn.feature_map.double()
+        try:
+            if name == "LinearAttention":
+                return naive_linear_attention(q, k, eye, causal=True, feature_map=fm, eps=attn.eps)
+            if name == "MomentumAttention":
+                return naive_momentum_attention(q, k, eye, beta=attn.beta, gamma=attn.gamma, causal=True,
+                                                feature_map=fm, eps=attn.eps)
+        finally:
+            fm.float()
+    raise TypeError(f"attn must be a softmax, linear, momentum or causal Luna module, got {type(attn).__name__}")
+
+
+def luna_pack_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """(batch, heads, N, l) A_pack = ω(X W_pc (P W_pq)ᵀ/√d_h) of causal Luna (§3.3): what each P slot takes
+    from each token; ``p`` the layer's learned P (l, d)."""
+    if not getattr(attn, "causal", False) or not hasattr(attn, "pc_proj"):
+        raise TypeError("attn must be a causal Luna module")
+    p = p.detach().double()
+    with torch.no_grad():
+        m = attn.double()
+        scale = (m.d_model // m.n_heads) ** -0.5
+        pq = split_heads(m.pq_proj(p[None]), m.n_heads) * scale
+        out = pack_activation(split_heads(m.pc_proj(x.double()), m.n_heads) @ pq.transpose(-1, -2), m.pack_activation)
+        m.float()
+    return out
+
+
+def luna_token_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Causal Luna's effective weights on V: Y = f(A_unpack, A_pack, V) with V = I (§3.3, eq. 7's loop)."""
+    x = x.double()
+    a_pack = luna_pack_weights(attn, x, p)
+    with torch.no_grad():
+        m = attn.double()
+        scale = (m.d_model // m.n_heads) ** -0.5
+        q = split_heads(m.q_proj(x), m.n_heads) * scale
+        k = split_heads(m.c_proj(x) if m.tie_kv else m.k_proj(x), m.n_heads)
+        a_unpack = torch.softmax(naive_causal_mean_product(q, k, a_pack), dim=-1)
+        n = x.shape[1]
+        eye = torch.eye(n, dtype=torch.float64).expand(*q.shape[:2], n, n)
+        out = naive_causal_mean_product(a_unpack, a_pack, eye)
+        m.float()
+    return out
+
+
+def trained_attention_maps(run: dict, sample: int = 0) -> list[torch.Tensor]:
+    """Per layer, the (heads, N, N) weights of ``run["model"]`` on held-out sample ``sample``."""
+    model, ids = run["model"], run["ids"][sample:sample + 1]
+    return [attention_weights(layer.attn, x, getattr(layer, "p", None))[0]
+            for layer, x in zip(model.encoder.layers, attention_inputs(model, ids), strict=True)]
+
+
+def copy_lookup_share(weights: torch.Tensor, word_length: int) -> float:
+    """Share of second-copy queries i (predicting token i+1) whose argmax key is i − w, one word length back."""
+    rows = torch.arange(word_length + 1, 2 * word_length + 1)
+    return (weights[..., rows, :].argmax(-1) == rows - word_length).double().mean().item()
+
+
+def best_lookup_head(maps: list[torch.Tensor], word_length: int) -> tuple[int, int, float]:
+    """(layer, head, share) of the head whose argmax most often falls one word length back."""
+    shares = [(ell, h, copy_lookup_share(m[h], word_length)) for ell, m in enumerate(maps) for h in range(m.shape[0])]
+    return max(shares, key=lambda s: s[2])
+
+
+def draw_attention_maps(maps: list[torch.Tensor], word_length: int, title: str = ""):
+    """One heat map per (layer, head), the line j = i − w (one word length back) dashed on the second copy."""
+    import matplotlib.pyplot as plt
+
+    layers, heads = len(maps), maps[0].shape[0]
+    fig, axes = plt.subplots(layers, heads, figsize=(1.7 * heads, 1.75 * layers), squeeze=False,
+                             layout="constrained")
+    rows = torch.arange(word_length + 1, 2 * word_length + 2)
+    for ell, m in enumerate(maps):
+        for h in range(heads):
+            ax = axes[ell][h]
+            ax.imshow(m[h].numpy(), cmap="Blues", vmin=0)
+            ax.plot(rows - word_length, rows, ls="--", lw=0.6, color="tab:red")
+            ax.set_xticks([]), ax.set_yticks([])
+            ax.set_title(f"layer {ell + 1}, head {h + 1}", fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig

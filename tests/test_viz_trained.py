@@ -1,0 +1,56 @@
+"""The trained-model figures' weights (lra_kit.viz_trained) reproduce what the modules compute.
+
+attention_weights builds N×N matrices with the float64 oracles; multiplied with the module's own
+values and output projection they must give the module's (fast-path) output.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lra_kit.attention import build_attention
+from lra_kit.attention.heads import merge_heads, split_heads
+from lra_kit.viz_trained import attention_weights, copy_lookup_share, train_copy_model
+
+
+@pytest.mark.parametrize("name,opts", [("softmax", {}), ("linear", {}), ("momentum", {"beta": 0.6, "gamma": 0.8})])
+def test_weights_reproduce_module_output(name, opts):
+    torch.manual_seed(0)
+    attn = build_attention(name, 16, 2, causal=True, **opts)
+    x = torch.randn(2, 9, 16)
+    w = attention_weights(attn, x)
+    v = split_heads(attn.W_v.double()(x.double()), 2)
+    attn.float()
+    expected, _ = attn(x)
+    got = attn.W_o.double()(merge_heads(w @ v)).float()
+    attn.float()
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_luna_weights_reproduce_module_output():
+    torch.manual_seed(0)
+    attn = build_attention("luna", 16, 2, causal=True)
+    x, p = torch.randn(2, 9, 16), torch.randn(4, 16)
+    w = attention_weights(attn, x, p)
+    v = split_heads(attn.v_proj.double()(x.double()), 2)
+    attn.float()
+    expected, _ = attn(x, p[None])
+    got = attn.out_proj.double()(merge_heads(w @ v)).float()
+    attn.float()
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_lookup_share_of_a_perfect_copy_head():
+    w = 5
+    n = 2 * w + 2
+    perfect = torch.zeros(n, n)
+    perfect[torch.arange(n), (torch.arange(n) - w).clamp(min=0)] = 1.0
+    assert copy_lookup_share(perfect, w) == 1.0
+    assert copy_lookup_share(torch.eye(n), w) == 0.0
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="attention"):
+        train_copy_model("nystrom")
+    with pytest.raises(ValueError, match="word_length"):
+        train_copy_model("linear", word_length=1)
