@@ -2,6 +2,9 @@
 
 ``smoke``  seconds on a CPU: what CI and nbval run.
 ``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
+``cpu``    named reduced scales for the runs recorded on a 2-core CPU (copy task, MNIST generation):
+           the papers' data and sequence lengths (the data of ``paper``) with a smaller model and
+           fewer steps; each shrunk value is listed in ``lra_kit.train.configs.SMALL``.
 ``paper``  the papers' exact configurations (a GPU).
 
 The scale comes from an explicit argument, else from ``LRA_KIT_SCALE``, else ``smoke``.
@@ -12,8 +15,10 @@ import os
 
 from lra_kit.errors import ConfigError
 
-SCALES = ("smoke", "book", "paper")
+SCALES = ("smoke", "book", "cpu", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
+# A scale that shrinks only the model and the schedule reads the data of another scale.
+DATA_SCALE = {"cpu": "paper"}
 
 
 def get_scale(scale: str | None = None) -> str:
@@ -23,3 +28,9 @@ def get_scale(scale: str | None = None) -> str:
         source = "scale" if scale is not None else f"${ENV_VAR}"
         raise ConfigError(f"{source} must be one of {SCALES}, got {value!r}")
     return value
+
+
+def data_scale(scale: str | None = None) -> str:
+    """The scale whose datasets ``scale`` reads: ``cpu`` trains on the papers' data (``paper``)."""
+    value = get_scale(scale)
+    return DATA_SCALE.get(value, value)
