@@ -2,9 +2,10 @@
 
 ``smoke``  seconds on a CPU: what CI and nbval run.
 ``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
-``cpu``    named reduced scales for the runs recorded on a 2-core CPU (copy task, MNIST generation):
-           the papers' data and sequence lengths (the data of ``paper``) with a smaller model and
-           fewer steps; each shrunk value is listed in ``lra_kit.train.configs.SMALL``.
+``cpu``    the named reduced scale of the runs recorded on a 2-core CPU (copy task, image generation
+           only): the papers' data and sequence lengths with a smaller model and fewer steps, each
+           shrunk value listed in ``lra_kit.train.configs.SMALL``; the pixel tasks evaluate on
+           seeded subsets of 1,000 validation and 1,000 test images (``lra_kit.data.splits``).
 ``paper``  the papers' exact configurations (a GPU).
 
 The scale comes from an explicit argument, else from ``LRA_KIT_SCALE``, else ``smoke``.
@@ -17,8 +18,7 @@ from lra_kit.errors import ConfigError
 
 SCALES = ("smoke", "book", "cpu", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
-# A scale that shrinks only the model and the schedule reads the data of another scale.
-DATA_SCALE = {"cpu": "paper"}
+CPU_TASKS = ("copy", "mnist", "cifar10")  # the tasks the cpu scale is defined for
 
 
 def get_scale(scale: str | None = None) -> str:
@@ -29,8 +29,3 @@ def get_scale(scale: str | None = None) -> str:
         raise ConfigError(f"{source} must be one of {SCALES}, got {value!r}")
     return value
 
-
-def data_scale(scale: str | None = None) -> str:
-    """The scale whose datasets ``scale`` reads: ``cpu`` trains on the papers' data (``paper``)."""
-    value = get_scale(scale)
-    return DATA_SCALE.get(value, value)
