@@ -37,7 +37,7 @@ import torch
 from lra_kit.atomic import check_writable
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.models.causal_lm import CausalLM
-from lra_kit.results import device_name, make_results, write_results
+from lra_kit.results import device_name, make_results, read_results, write_results
 
 METHODS = ("softmax", "softmax-kv-cache", "linear", "momentum")
 PIXELS = {"mnist": 784, "cifar10": 3072}
@@ -150,14 +150,31 @@ def default_json_path(device: torch.device) -> Path:
     return Path("results") / "bench" / f"generation-{'-'.join(name.split())}.json"
 
 
-def write_json(result: dict, path: Path, wall_s: float) -> None:
-    """The rows with the run's provenance (the keys of :mod:`lra_kit.results`)."""
+def write_json(result: dict, path: Path, wall_s: float, *, append: bool = False) -> None:
+    """The rows with the run's provenance (the keys of :mod:`lra_kit.results`); ``append`` merges them into
+    the file's rows (:func:`merge_records`)."""
     import platform
 
     record = make_results(metrics={"rows": result["rows"]}, config=result["config"], scale="benchmark", steps=1,
                           seed=0, wall_s=wall_s, device=result["device"], experiment="bench/generation",
                           processor=platform.processor() or platform.machine(), python=sys.version.split()[0])
+    if append and Path(path).exists():
+        record = merge_records(read_results(str(path)), record)
     write_results(record, str(path))
+
+
+def merge_records(old: dict, new: dict) -> dict:
+    """``new`` with the rows of ``old`` that it does not re-measure (same task, batch and method), so that one
+    file can gather runs with different pixel caps; ``config.runs`` lists every run's config and date."""
+    key = lambda r: (r["task"], r["batch"], r["method"])  # noqa: E731
+    measured = {key(r) for r in new["metrics"]["rows"]}
+    if old.get("device") != new.get("device"):
+        raise ValueError(f"cannot merge results of device {old.get('device')!r} into {new.get('device')!r}")
+    rows = [r for r in old["metrics"]["rows"] if key(r) not in measured] + new["metrics"]["rows"]
+    runs = old["config"].get("runs", [dict(old["config"], date=old["date"], git_commit=old["git_commit"])])
+    merged = dict(new, metrics={"rows": rows}, wall_s=round(old["wall_s"] + new["wall_s"], 3))
+    merged["config"] = {"runs": runs + [dict(new["config"], date=new["date"], git_commit=new["git_commit"])]}
+    return merged
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,6 +188,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     parser.add_argument("--json", type=Path, default=None,
                         help="where to write the results (default results/bench/generation-<device>.json)")
+    parser.add_argument("--append", action="store_true",
+                        help="merge into an existing JSON (rows of the same task, batch and method are replaced)")
     parser.add_argument("--no-json", action="store_true", help="print only")
 
 
@@ -202,7 +221,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     result = run(args.tasks, args.methods, args.batches, max_pixels=caps, overrides=TINY if args.tiny else None,
                  device=device)
     if path is not None:
-        write_json(result, path, time.perf_counter() - start)
+        write_json(result, path, time.perf_counter() - start, append=args.append)
         print(f"wrote {path}")
     return 0
 
