@@ -27,6 +27,7 @@ whole image was generated and timed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -113,6 +114,13 @@ def time_generation(task: str, methods, batch: int, *, max_pixels: dict, overrid
     return rows
 
 
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def run(tasks=("mnist", "cifar10"), methods=METHODS, batches=(1,), *, max_pixels: dict | None = None,
         overrides: dict | None = None, device=None, progress: bool = True) -> dict:
     """Time every task × batch × method; returns ``{"rows": [...], "config": {...}, "device": ...}``."""
@@ -121,6 +129,7 @@ def run(tasks=("mnist", "cifar10"), methods=METHODS, batches=(1,), *, max_pixels
     _check_args(tasks, methods, batches, max_pixels)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     rows = []
+    load_before = _load_average()
     for task in tasks:
         for batch in batches:
             new = time_generation(task, methods, batch, max_pixels=max_pixels, overrides=overrides, device=device)
@@ -131,7 +140,9 @@ def run(tasks=("mnist", "cifar10"), methods=METHODS, batches=(1,), *, max_pixels
               "model_overrides": overrides or {}, "threads": torch.get_num_threads(),
               "models": {task: "lra_kit.train.configs.get_config(task, attention, 'paper').model, dropout 0"
                          for task in tasks},
-              "prompt": "the first pixel is given (0); the others are sampled at temperature 1"}
+              "prompt": "the first pixel is given (0); the others are sampled at temperature 1",
+              # other work on the machine slows every method; the ratios to linear are what compares
+              "load_average_1min": {"before": load_before, "after": _load_average()}}
     return {"rows": rows, "config": config, "device": device}
 
 
