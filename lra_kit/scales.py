@@ -2,6 +2,10 @@
 
 ``smoke``  seconds on a CPU: what CI and nbval run.
 ``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
+``cpu``    the named reduced scale of the runs recorded on a 2-core CPU (copy task, image generation
+           only): the papers' data and sequence lengths with a smaller model and fewer steps, each
+           shrunk value listed in ``lra_kit.train.configs.SMALL``; the pixel tasks evaluate on
+           seeded subsets of 1,000 validation and 1,000 test images (``lra_kit.data.splits``).
 ``paper``  the papers' exact configurations (a GPU).
 
 The scale comes from an explicit argument, else from ``LRA_KIT_SCALE``, else ``smoke``.
@@ -12,8 +16,9 @@ import os
 
 from lra_kit.errors import ConfigError
 
-SCALES = ("smoke", "book", "paper")
+SCALES = ("smoke", "book", "cpu", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
+CPU_TASKS = ("copy", "mnist", "cifar10")  # the tasks the cpu scale is defined for
 
 
 def get_scale(scale: str | None = None) -> str:
@@ -23,3 +28,4 @@ def get_scale(scale: str | None = None) -> str:
         source = "scale" if scale is not None else f"${ENV_VAR}"
         raise ConfigError(f"{source} must be one of {SCALES}, got {value!r}")
     return value
+

@@ -1,7 +1,9 @@
 """``lra-kit bench ...`` sub-commands."""
 from __future__ import annotations
 
-from lra_kit.bench import attention
+import argparse
+
+from lra_kit.bench import attention, generation
 
 
 def add_parser(subparsers) -> None:
@@ -11,3 +13,7 @@ def add_parser(subparsers) -> None:
                        description=attention.__doc__)
     attention.add_arguments(p)
     p.set_defaults(func=attention.main_from_args)
+    p = sub.add_parser("generation", help="seconds per generated image: softmax, KV cache, linear, momentum",
+                       description=generation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    generation.add_arguments(p)
+    p.set_defaults(func=generation.main_from_args)

@@ -12,6 +12,7 @@ from lra_kit.data.tasks.pathfinder import load_pathfinder
 from lra_kit.data.tasks.pixel_lm import load_pixel_lm
 from lra_kit.data.tasks.retrieval import load_retrieval
 from lra_kit.data.splits import SPLITS
+from lra_kit.scales import CPU_TASKS, get_scale
 from lra_kit.data.tasks.text import load_text
 
 _LOADERS = {
@@ -51,4 +52,6 @@ def load(task: str, split: str, *, scale: str | None = None, **options) -> Datas
     unknown = set(options) - set(options_of(task))
     if unknown:
         raise ValueError(f"unknown option(s) {sorted(unknown)} for task {task!r}; valid: {options_of(task)}")
+    if get_scale(scale) == "cpu" and task not in CPU_TASKS:
+        raise ValueError(f"scale 'cpu' is defined only for the tasks {', '.join(CPU_TASKS)}, not {task!r}")
     return _LOADERS[task](split, scale=scale, **options)

@@ -16,6 +16,7 @@ SPLITS = ("train", "val", "test")
 SCALE_SIZES = {
     "smoke": {"train": 256, "val": 64, "test": 64},
     "book": {"train": 4000, "val": 500, "test": 500},
+    "cpu": {"train": None, "val": 1000, "test": 1000},  # pixel tasks only (lra_kit.scales)
     "paper": {"train": None, "val": None, "test": None},
 }
 

@@ -168,7 +168,7 @@ def add_parser(subparsers) -> None:
                               epilog=TRAIN_EXAMPLES, formatter_class=fmt)
     p.add_argument("--task", choices=TASKS)
     p.add_argument("--attention", choices=sorted(ATTENTIONS))
-    p.add_argument("--scale", choices=SCALES, help="smoke | book | paper (default: $LRA_KIT_SCALE or smoke)")
+    p.add_argument("--scale", choices=SCALES, help="smoke | book | cpu | paper (default: $LRA_KIT_SCALE or smoke)")
     p.add_argument("--connection", choices=CONNECTIONS,
                    help="residual (default), momentum (eq. 15) or adaptive (eq. 18) connection, β̃/γ̃ from Table 1")
     p.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<task>-<attention>-<scale>)")

@@ -1,0 +1,79 @@
+"""Pictures from a trained image model: unconditional samples and completions of occluded test images.
+
+Katharopoulos et al. Fig. 3 (and appendix Figs. 6-7) show MNIST samples drawn pixel by pixel and
+completions of test digits whose lower part is hidden; Nguyen et al. Fig. 3 shows samples of softmax,
+linear and adaptive momentum. :func:`sample_pictures` draws both from one model with the recurrent
+generation of :meth:`lra_kit.models.causal_lm.CausalLM.generate` and returns the pixel arrays;
+:func:`save_pictures` writes them as PNG grids with a JSON saying where they came from.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+from lra_kit.atomic import atomic_write
+
+
+def sample_pictures(model, test, *, n: int = 16, n_completions: int = 8, keep_rows: int = 14, seed: int = 0,
+                    temperature: float = 1.0) -> dict:
+    """``samples`` (n, H·W): images from one given black first pixel; ``completions`` (3·m, H·W): m test
+    images with only their top ``keep_rows`` rows kept (rest grey), the model's completions, the originals."""
+    length = test.max_length
+    side = round(length ** 0.5)
+    if side * side != length:
+        raise ValueError(f"test images must be square single-channel sequences, got length {length}")
+    if not 1 <= keep_rows < side:
+        raise ValueError(f"keep_rows must be in [1, {side - 1}], got {keep_rows}")
+    if n < 1 or n_completions < 1 or n_completions > len(test):
+        raise ValueError(f"n and n_completions must be >= 1 (n_completions <= {len(test)}), got {n}, {n_completions}")
+    device = next(model.parameters()).device
+    gen = torch.Generator(device=device).manual_seed(seed)
+    start = torch.zeros(n, 1, dtype=torch.long, device=device)
+    samples = model.generate(start, length - 1, temperature=temperature, generator=gen).cpu()
+    originals = torch.stack([test[i] for i in range(n_completions)])
+    kept = keep_rows * side
+    completed = model.generate(originals[:, :kept].to(device), length - kept, temperature=temperature,
+                               generator=gen).cpu()
+    occluded = originals.clone()
+    occluded[:, kept:] = 128
+    return {"samples": samples, "completions": torch.cat([occluded, completed, originals]),
+            "n_completions": n_completions, "keep_rows": keep_rows, "seed": seed, "temperature": temperature}
+
+
+def save_pictures(pictures: dict, out_dir: str, name: str, provenance: dict) -> dict:
+    """Write ``<name>-samples.png`` and ``<name>-completions.png`` (rows: occluded, completed, original) and
+    ``<name>-pictures.json`` (the provenance given, e.g. the run's results keys) under ``out_dir``."""
+    from lra_kit.train.cli import save_image_grid
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {"samples": os.path.join(out_dir, f"{name}-samples.png"),
+             "completions": os.path.join(out_dir, f"{name}-completions.png")}
+    save_image_grid(pictures["samples"], paths["samples"], columns=8)
+    save_image_grid(pictures["completions"], paths["completions"], columns=pictures["n_completions"])
+    record = dict(provenance, files={k: os.path.basename(v) for k, v in paths.items()},
+                  keep_rows=pictures["keep_rows"], seed=pictures["seed"], temperature=pictures["temperature"],
+                  layout="completions: row 1 occluded test images (hidden part grey), row 2 the model's completion, "
+                         "row 3 the original")
+    with atomic_write(os.path.join(out_dir, f"{name}-pictures.json"), "w") as f:
+        json.dump(record, f, indent=2, default=str)
+        f.write("\n")
+    return record
+
+
+def pictures_from_run(run_dir: str, out_dir: str, *, seed: int = 0, device: str = "cpu") -> dict:
+    """Samples and completions from a finished run's best checkpoint, saved beside its recorded results
+    with the run's provenance (scale, steps, seed, device, commit of results.json)."""
+    from lra_kit.results import read_results
+    from lra_kit.train.cli import _load_run
+
+    trainer, which = _load_run(run_dir, device)
+    results = read_results(os.path.join(run_dir, "results.json"))
+    provenance = {k: results[k] for k in ("experiment", "scale", "steps", "seed", "device", "git_commit", "date")}
+    provenance.update(checkpoint=which, test_bits_per_dim=results["metrics"]["test"].get("bits_per_dim"))
+    pictures = sample_pictures(trainer.model, trainer.datasets["test"], seed=seed)
+    return save_pictures(pictures, out_dir, results["experiment"], provenance)
+
+
+__all__ = ["pictures_from_run", "sample_pictures", "save_pictures"]

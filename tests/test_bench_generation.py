@@ -1,0 +1,87 @@
+"""The generation benchmark (Katharopoulos et al. appendix Tables 4-5) runs end to end on a tiny model and
+labels every number it did not measure directly; no timing is asserted."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from lra_kit.bench.generation import (
+    METHODS, PIXELS, TINY, build_generator, default_json_path, merge_records, run, time_generation,
+)
+from lra_kit.cli import main as cli_main
+from lra_kit.results import REQUIRED_KEYS
+
+
+def test_rows_scale_a_capped_prefix_and_say_so():
+    rows = time_generation("mnist", METHODS, 2, max_pixels={"softmax": 5}, overrides=TINY)
+    by = {r["method"]: r for r in rows}
+    assert set(by) == set(METHODS)
+    total = PIXELS["mnist"] - 1
+    soft = by["softmax"]
+    assert (soft["pixels_timed"], soft["extrapolation"]) == (5, "lower bound")
+    assert soft["seconds_per_image"] == pytest.approx(soft["seconds"] * total / 5 / 2)
+    for method in ("softmax-kv-cache", "linear", "momentum"):
+        assert (by[method]["pixels_timed"], by[method]["extrapolation"]) == (total, "none")
+        assert by[method]["seconds_per_image"] == pytest.approx(by[method]["seconds"] / 2)
+    assert by["linear"]["time_over_linear"] == 1.0
+    for r in rows:
+        assert r["images_per_s"] == pytest.approx(1 / r["seconds_per_image"])
+        assert r["time_over_linear"] == pytest.approx(r["seconds_per_image"] / by["linear"]["seconds_per_image"])
+
+
+def test_a_capped_linear_row_is_an_estimate():
+    rows = time_generation("mnist", ("linear", "momentum"), 1, max_pixels={"momentum": 3}, overrides=TINY)
+    assert [r["extrapolation"] for r in rows] == ["none", "estimate"]
+
+
+def test_models_are_the_papers():
+    """Katharopoulos §4.2.1-4.2.2: 8 (MNIST) or 16 (CIFAR-10) layers, 8 heads, d 256, FFN 1024, 10 logistics."""
+    for task, layers in (("mnist", 8), ("cifar10", 16)):
+        m = build_generator(task, "momentum").cfg
+        assert (m.layers, m.n_heads, m.d_model, m.d_ff) == (layers, 8, 256, 1024)
+        assert (m.output, m.mixture_components, m.dropout) == ("logistic_mixture", 10, 0.0)
+    assert build_generator("mnist", "softmax-kv-cache").cfg.attention == "softmax"
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "lsh")), "methods"),
+    (dict(methods=("softmax", "momentum")), "linear"), (dict(batches=(0,)), "batches"),
+    (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"lsh": 3}), "max_pixels"),
+])
+def test_bad_arguments_are_refused_before_any_work(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        run(**kwargs, overrides=TINY, progress=False)
+
+
+def test_cli_writes_json_and_appends(tmp_path, capsys):
+    path = tmp_path / "gen.json"
+    base = ["bench", "generation", "--tiny", "--tasks", "mnist", "--device", "cpu", "--json", str(path),
+            "--max-pixels", "softmax=4", "softmax-kv-cache=4", "linear=4", "momentum=4"]
+    assert cli_main(base + ["--batches", "1"]) == 0
+    record = json.loads(path.read_text())
+    assert all(key in record for key in REQUIRED_KEYS) and record["device"] == "cpu"
+    assert len(record["metrics"]["rows"]) == len(METHODS)
+    assert cli_main(base + ["--batches", "1", "2", "--append"]) == 0
+    merged = json.loads(path.read_text())
+    assert sorted((r["batch"], r["method"]) for r in merged["metrics"]["rows"]) == sorted(
+        (b, m) for b in (1, 2) for m in METHODS)
+    assert len(merged["config"]["runs"]) == 2
+    assert "÷ linear" in capsys.readouterr().out
+
+
+def test_merge_refuses_another_device():
+    row = {"task": "mnist", "batch": 1, "method": "linear"}
+    old = {"device": "cpu", "metrics": {"rows": [row]}, "config": {}, "date": "d", "git_commit": "c", "wall_s": 1.0}
+    with pytest.raises(ValueError, match="device"):
+        merge_records(old, dict(old, device="NVIDIA H200"))
+
+
+def test_bad_cap_on_the_command_line():
+    with pytest.raises(SystemExit, match="max-pixels"):
+        cli_main(["bench", "generation", "--tiny", "--no-json", "--max-pixels", "softmax=x"])
+
+
+def test_default_path_names_the_device():
+    assert str(default_json_path(torch.device("cpu"))) == "results/bench/generation-cpu.json"
