@@ -194,8 +194,9 @@ def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
     """Measured peak memory of forward+backward (in a fresh process, lra_kit.bench): the custom
     gradient grows like N, the cumulative states like N·D·M."""
     D = M = 32
-    # 2K and 8K: at 1K the peak is about 1 MB and the allocator's slack moves it by a third.
-    lengths = [2048, 8192]
+    # 4K and 16K: both long enough to run in segments of about n/16 positions (shorter sequences run in
+    # 1K segments, see causal_product.segments), and large against the allocator's slack.
+    lengths = [4096, 16384]
     peaks = peak_memory_by_length(["linear_causal", "linear_cumulative_states"], lengths, heads=2, dim=D)
     ours, naive = peaks["linear_causal"], peaks["linear_cumulative_states"]
     for N, a, b in zip(lengths, ours, naive, strict=False):

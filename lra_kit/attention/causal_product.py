@@ -83,11 +83,16 @@ def _scalar_u(x: int, beta: float) -> float:
 
 
 def segments(n: int, chunk_size: int) -> list[slice]:
-    """Consecutive slices covering range(n): whole chunks, about n/16 positions each (2 to SEGMENT_CHUNKS chunks:
-    temporaries stay a small part of the output, per-segment overhead a small part of the work), and a last one
-    shorter than a chunk for the remainder — so that no segment ends inside a padded chunk."""
+    """Consecutive slices covering range(n): whole chunks, and a last one shorter than a chunk for the remainder —
+    so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of about
+    n/16 positions (2 to SEGMENT_CHUNKS chunks): temporaries stay a small part of the output. Shorter ones get
+    SEGMENT_CHUNKS chunks a segment: there the whole problem is small, and the per-segment overhead is not
+    (measured on 2 CPU threads: 10.9 ms instead of 17.8 ms at n = 1024)."""
     C = max(1, chunk_size)
-    size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
+    if n < 4 * SEGMENT_CHUNKS * C:
+        size = C * SEGMENT_CHUNKS
+    else:
+        size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
     parts = []
     for a in range(0, n, size):
         b = min(a + size, n)
