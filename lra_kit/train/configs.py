@@ -198,27 +198,27 @@ SMALL = {
 # is the data of its ``base`` scale (lra_kit.data at that scale) with ``values`` (then ``per_task``) on top;
 # ``shrunk`` says, for the reader of a result, what differs from the papers' setting.
 PRESETS = {
-    # LRA on 2 shared CPU cores, one thread per run, ~3 minutes a run (measured, 1K tokens, batch 32, one
-    # thread: 0.6-1.9 s a step depending on the attention). The model is the Momentum paper's LRA model
-    # (Nyströmformer lra_config.py: 2 layers, d 64, 2 heads × 32, FFN 128, dropout 0.1) for every
-    # attention, Luna with P = 16 (Luna-16); what is shrunk: steps, examples, Text and ListOps lengths,
-    # the learning-rate schedule, and attention dropout, which is off because PyTorch's CPU SDPA has no
-    # fused kernel with dropout (measured: 12.5 s against 1.9 s a step for softmax).
+    # LRA on 2 CPU cores shared with other work, one thread per run, ~2 minutes a run. Measured alone, one
+    # thread, 1K tokens, batch 32: 0.6-1.9 s a step depending on the attention; ListOps at the paper's
+    # lengths (500-2,000 tokens) costs about twice that. The model is the Momentum paper's LRA model
+    # (Nyströmformer lra_config.py: 2 layers, d 64, 2 heads × 32, FFN 128, dropout 0.1, mean pooling)
+    # for every attention, Luna with P = 16 (Luna-16). Attention dropout is off because PyTorch's CPU
+    # SDPA has no fused kernel with dropout (measured: 12.5 s against 1.9 s a step for softmax).
     "lra-cpu": dict(
         base="book", tasks=LRA_TASKS,
         values={"model.layers": 2, "model.d_model": 64, "model.n_heads": 2, "model.d_ff": 128, "model.luna_length": 16,
                 "model.dropout": 0.1, "model.attention_dropout": 0.0, "optim.lr": 1e-3, "optim.schedule": "linear",
-                "optim.warmup_steps": 15, "optim.warmup_start": 0.0, "optim.final_ratio": 0.0, "train.amp": False,
-                "train.accumulate": 1, "data.batch_size": 32, "train.steps": 120, "train.eval_every": 40,
+                "optim.warmup_steps": 10, "optim.warmup_start": 0.0, "optim.final_ratio": 0.0, "train.amp": False,
+                "train.accumulate": 1, "data.batch_size": 16, "train.steps": 100, "train.eval_every": 50,
                 "train.eval_batches": 8, "train.log_every": 10},
-        per_task={"listops": {"train.steps": 300, "train.eval_every": 100},
+        per_task={"listops": {"train.steps": 60, "train.eval_every": 30},
                   "text": {"data.options": {"max_length": 1024}}},
-        shrunk=("steps 120 (ListOps 300) at batch 32 instead of 5,000-62,400 at batch 32-512; the book-scale data "
-                "(4,000 train / 500 val / 500 test examples; ListOps generated with 20-200 tokens instead of "
-                "500-2,000; Text truncated to 1,024 bytes instead of 4,000); Retrieval not run (no AAN corpus); "
-                "lr 1e-3 with 15 warmup steps then linear decay to 0 instead of 1e-4 (OneCycle, thousands of warmup "
-                "steps); no attention dropout; no AMP; dev = 8 batches (256 examples); Luna uses the same 2-layer "
-                "d 64 model instead of Luna Table 7's per-task models"),
+        shrunk=("100 steps (ListOps 60) at batch 16 instead of 5,000-62,400 steps at batch 32-512; the book-scale "
+                "data (4,000 train / 500 val / 500 test examples; ListOps at the paper's lengths; Text truncated "
+                "to 1,024 bytes instead of 4,000); Retrieval not run (no AAN corpus); lr 1e-3 with 10 warmup steps "
+                "then linear decay to 0 instead of 1e-4 (OneCycle over thousands of warmup steps); no attention "
+                "dropout; no AMP; dev = 8 batches (128 examples); Luna uses the same 2-layer d 64 model instead of "
+                "Luna Table 7's per-task models"),
     ),
 }
 
