@@ -1,7 +1,7 @@
 """``lra-kit bench ...`` sub-commands."""
 from __future__ import annotations
 
-from lra_kit.bench import attention
+from lra_kit.bench import attention, training
 
 
 def add_parser(subparsers) -> None:
@@ -11,3 +11,7 @@ def add_parser(subparsers) -> None:
                        description=attention.__doc__)
     attention.add_arguments(p)
     p.set_defaults(func=attention.main_from_args)
+    p = sub.add_parser("training", help="training steps/s and peak memory of the LRA Text model (Luna Table 2)",
+                       description=training.__doc__)
+    training.add_arguments(p)
+    p.set_defaults(func=training.main_from_args)
