@@ -206,4 +206,17 @@ LUNA_TABLE3 = PaperTable(
     }),
 )
 
-__all__ += ["MOMENTUM_TABLE4_XIONG", "LUNA_TABLE1", "LUNA_TABLE2", "LUNA_TABLE3"]
+# Luna, Table 7 (Appendix A.1): the hyper-parameters the authors tuned per LRA task.
+LUNA_TABLE7 = PaperTable(
+    paper="ma2021luna", table="Table 7", section="Appendix A.1", page=None,
+    columns=("LR", "Dropout", "Attn-Dropout"),
+    rows=_frozen({
+        "ListOps": {"LR": 1e-4, "Dropout": 0.1, "Attn-Dropout": 0.1},
+        "Text": {"LR": 5e-5, "Dropout": 0.3, "Attn-Dropout": 0.3},
+        "Retrieval": {"LR": 5e-5, "Dropout": 0.1, "Attn-Dropout": 0.1},
+        "Image": {"LR": 5e-3, "Dropout": 0.1, "Attn-Dropout": 0.3},
+        "Pathfinder": {"LR": 1e-3, "Dropout": 0.2, "Attn-Dropout": 0.1},
+    }),
+)
+
+__all__ += ["MOMENTUM_TABLE4_XIONG", "LUNA_TABLE1", "LUNA_TABLE2", "LUNA_TABLE3", "LUNA_TABLE7"]

@@ -23,3 +23,5 @@ done
 # (docs/design.md §6.6): the unnormalised linear attention, and pixel value 0 masked as padding.
 run image linear --control unnormalised --set model.attention_options.compat=nystromformer
 run image linear --control pixel0-padding --set data.options.compat=nystromformer
+# Luna Table 3: mean pooling over the last layer's P instead of the [CLS] token, on Text.
+run text luna --control p-pooling --set model.pooling=p_mean
