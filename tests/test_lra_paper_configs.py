@@ -54,3 +54,14 @@ def test_lra_cpu_round_trips_through_a_saved_config():
     cfg = get_config("listops", "momentum", preset="lra-cpu", connection="adaptive")
     again = from_dict(cfg.to_dict())
     assert again.to_dict() == cfg.to_dict()
+
+
+def test_cli_preset_reaches_the_config_and_refuses_a_second_scale(capsys, monkeypatch):
+    from lra_kit.cli import main
+
+    monkeypatch.setenv("LRA_KIT_SCALE", "smoke")  # a preset fixes its own data scale, whatever the environment
+    assert main(["train", "--task", "text", "--attention", "linear", "--preset", "lra-cpu",
+                 "--set", "train.steps=0"]) == 1
+    assert "train.steps must be a positive integer" in capsys.readouterr().err  # the preset's config was built
+    assert main(["train", "--task", "text", "--attention", "linear", "--preset", "lra-cpu", "--scale", "smoke"]) == 1
+    assert "preset 'lra-cpu' runs on the 'book' scale's data" in capsys.readouterr().err
