@@ -25,3 +25,9 @@ run image linear --control unnormalised --set model.attention_options.compat=nys
 run image linear --control pixel0-padding --set data.options.compat=nystromformer
 # Luna Table 3: mean pooling over the last layer's P instead of the [CLS] token, on Text.
 run text luna --control p-pooling --set model.pooling=p_mean
+# Luna Table 1's Luna-128 and Luna-256 rows: the same model with a longer P.
+for length in 128 256; do
+    for task in listops text image pathfinder; do
+        run "$task" luna --control "luna-$length" --set model.luna_length=$length
+    done
+done
