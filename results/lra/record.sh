@@ -31,3 +31,7 @@ for length in 128 256; do
         run "$task" luna --control "luna-$length" --set model.luna_length=$length
     done
 done
+# Five times the steps on Image for four attentions: where the 100-step runs have not left chance yet.
+for name in softmax linear momentum luna; do
+    run image "$name" --control steps-500 --set train.steps=500 --set train.eval_every=100
+done
