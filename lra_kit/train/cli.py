@@ -16,6 +16,7 @@ TRAIN_EXAMPLES = """examples:
   lra-kit train --task copy --attention linear --scale book --out runs/copy-linear
   lra-kit train --task copy --attention momentum --connection adaptive --scale paper --device cuda --record copy-task
   lra-kit train --task text --attention luna --set model.layers=4 --set optim.lr=3e-4
+  lra-kit train --task image --attention linear --preset lra-cpu --record lra
   torchrun --nproc_per_node 2 -m lra_kit train --task listops --attention linear --scale smoke
 
 Running the same command again on an existing run directory resumes it from its checkpoint.
@@ -34,9 +35,11 @@ def _train(args) -> int:
     attention = args.attention or file_values.get("attention")
     if task is None or attention is None:
         raise ConfigError("--task and --attention are required (or a --config file that names them)")
-    scale = get_scale(args.scale or file_values.get("scale"))
+    preset = args.preset or file_values.get("preset")
+    scale = args.scale or file_values.get("scale")
+    scale = scale if preset is not None else get_scale(scale)  # a preset fixes the scale of its data
     connection = args.connection or file_values.get("connection", "residual")
-    cfg = get_config(task, attention, scale, connection)
+    cfg = get_config(task, attention, scale, connection, preset)
     merge_dict(cfg, {k: v for k, v in file_values.items() if k not in CHOSEN_BY_FLAGS})
     apply_overrides(cfg, args.set)
     out = args.out or default_run_dir(cfg)
@@ -159,7 +162,7 @@ def add_parser(subparsers) -> None:
     from lra_kit.attention import ATTENTIONS
     from lra_kit.models.config import CONNECTIONS
     from lra_kit.scales import SCALES
-    from lra_kit.train.configs import TASKS
+    from lra_kit.train.configs import PRESETS, TASKS
 
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("train", help="train a model on a task (resumes an existing run directory)",
@@ -169,6 +172,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--task", choices=TASKS)
     p.add_argument("--attention", choices=sorted(ATTENTIONS))
     p.add_argument("--scale", choices=SCALES, help="smoke | book | cpu | paper (default: $LRA_KIT_SCALE or smoke)")
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a named reduced scale (train/configs.py PRESETS), e.g. lra-cpu: LRA on a CPU in minutes")
     p.add_argument("--connection", choices=CONNECTIONS,
                    help="residual (default), momentum (eq. 15) or adaptive (eq. 18) connection, β̃/γ̃ from Table 1")
     p.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<task>-<attention>-<scale>)")

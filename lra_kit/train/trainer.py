@@ -437,7 +437,7 @@ class Trainer:
         last_train = self.state["curves"]["train"][-1] if self.state["curves"]["train"] else None
         best_val = {"step": self.state["best_step"], self.selection_metric()[0]: self.state["best"]}
         metrics = {"test": test, "best_val": best_val, "last_val": last_val, "last_train": last_train}
-        results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale,
+        results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale_name,
                                steps=self.state["step"], seed=self.cfg.train.seed, wall_s=self.state["wall_s"],
                                device=self.device, experiment=self.cfg.name, task=self.cfg.task,
                                attention=self.cfg.attention, connection=self.cfg.connection,
