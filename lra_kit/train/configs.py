@@ -96,7 +96,10 @@ class ExperimentConfig:
 
     @property
     def scale_name(self) -> str:
-        """The scale a reader is told: the preset's name where there is one (its data are ``scale``'s)."""
+        """The name of the scale a reader is told, which is the preset's name where there is one.
+
+        A preset's data are those of ``scale``.
+        """
         return self.preset or self.scale
 
     @property
@@ -364,7 +367,7 @@ def get_config(task: str, attention: str, scale: str | None = None, connection: 
                preset: str | None = None) -> ExperimentConfig:
     """The configuration of ``task`` with ``attention`` at ``scale`` (``paper`` = the papers' setting).
 
-    ``preset`` names a reduced scale of :data:`PRESETS` (e.g. ``"lra-cpu"``); it fixes the scale of the
+    ``preset`` names a reduced scale of ``PRESETS`` (e.g. ``"lra-cpu"``); it fixes the scale of the
     data to its ``base`` (a different explicit ``scale`` is an error).
     """
     _check("task", task, TASKS)
