@@ -47,6 +47,11 @@ def _frozen(rows: dict[str, dict[str, float]]) -> Mapping[str, Mapping[str, floa
     return MappingProxyType({name: MappingProxyType(dict(values)) for name, values in rows.items()})
 
 
+def _table(paper: str, table: str, section: str, columns: tuple[str, ...], rows: dict) -> PaperTable:
+    return PaperTable(paper=paper, table=table, section=section, page=None, columns=columns,
+                      rows=_frozen({name: dict(zip(columns, values, strict=True)) for name, values in rows.items()}))
+
+
 # Momentum Transformer (Nguyen et al.), Table 1: "Momentum and Stepsize Hyperparameters for Momentum-based
 # Transformers". Rows are "<task> / <model>"; empty cells of the paper are absent. The text the project works
 # from ends the table after the Pathfinder momentum-transformer row.
@@ -90,22 +95,15 @@ MOMENTUM_TABLE1 = PaperTable(
 # Momentum Transformer, Table 4: LRA test accuracy (%). The column headings, lengths included, are the
 # paper's; "Text (4K)" is what the paper prints (see book chapter "What the papers' code does differently").
 _T4_COLUMNS = ("ListOps (2K)", "Text (4K)", "Retrieval (4K)", "Image (1K)", "Pathfinder (1K)", "Avg")
-MOMENTUM_TABLE4 = PaperTable(
-    paper="nguyen2022momentum", table="Table 4", section="§4.3", page=None,
-    columns=_T4_COLUMNS,
-    rows=_frozen({
-        name: dict(zip(_T4_COLUMNS, values, strict=True))
-        for name, values in {
-            "Softmax": (37.10, 64.17, 80.71, 39.06, 72.48, 58.70),
-            "Linear": (18.30, 64.22, 81.37, 38.29, 71.17, 54.67),
-            "Performer": (18.80, 63.81, 78.62, 37.07, 69.87, 53.63),
-            "Reformer": (19.05, 64.88, 78.64, 43.29, 69.36, 55.04),
-            "Linformer": (37.25, 55.91, 79.37, 37.84, 67.60, 55.59),
-            _MT: (19.56, 64.35, 81.95, 39.40, 73.12, 55.68),
-            _AD: (20.16, 64.45, 82.07, 39.53, 74.00, 56.04),
-        }.items()
-    }),
-)
+MOMENTUM_TABLE4 = _table("nguyen2022momentum", "Table 4", "§4.3", _T4_COLUMNS, {
+        "Softmax": (37.10, 64.17, 80.71, 39.06, 72.48, 58.70),
+        "Linear": (18.30, 64.22, 81.37, 38.29, 71.17, 54.67),
+        "Performer": (18.80, 63.81, 78.62, 37.07, 69.87, 53.63),
+        "Reformer": (19.05, 64.88, 78.64, 43.29, 69.36, 55.04),
+        "Linformer": (37.25, 55.91, 79.37, 37.84, 67.60, 55.59),
+        _MT: (19.56, 64.35, 81.95, 39.40, 73.12, 55.68),
+        _AD: (20.16, 64.45, 82.07, 39.53, 74.00, 56.04),
+})
 
 LRA_TASKS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
 
@@ -137,9 +135,6 @@ _KT = "katharopoulos2020transformers"
 _NG = "nguyen2022momentum"
 
 
-def _table(paper: str, table: str, section: str, columns: tuple[str, ...], rows: dict) -> PaperTable:
-    return PaperTable(paper=paper, table=table, section=section, page=None, columns=columns,
-                      rows=_frozen({name: dict(zip(columns, values, strict=True)) for name, values in rows.items()}))
 
 
 KATHAROPOULOS_TABLE1 = _table(_KT, "Table 1", "§4.2.1", ("Bits/dim", "Images/sec"), {
@@ -188,56 +183,42 @@ MOMENTUM_TABLE4_XIONG = PaperTable(
 # Luna (Ma et al. 2021), Table 1: LRA test accuracy (%); rows other than Luna are quoted by the paper from
 # Tay et al. (2021), except "Transformer (re-impl)".
 _L1_COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder", "Avg.", "Avg. (w/o rtl)")
-LUNA_TABLE1 = PaperTable(
-    paper="ma2021luna", table="Table 1", section="§4.1", page=None,
-    columns=_L1_COLUMNS,
-    rows=_frozen({
-        name: dict(zip(_L1_COLUMNS, values, strict=True))
-        for name, values in {
-            "Transformer": (36.37, 64.27, 57.46, 42.44, 71.40, 54.39, 53.62),
-            "Transformer (re-impl)": (37.11, 65.21, 79.14, 42.94, 71.83, 59.24, 54.27),
-            "Local Attention": (15.82, 52.98, 53.39, 41.46, 66.63, 46.06, 44.22),
-            "Sparse Trans.": (17.07, 63.58, 59.59, 44.24, 71.71, 51.24, 49.15),
-            "Longformer": (35.63, 62.85, 56.89, 42.22, 69.71, 53.46, 52.60),
-            "Linformer": (35.70, 53.94, 52.27, 38.56, 76.34, 51.36, 51.14),
-            "Reformer": (37.27, 56.10, 53.40, 38.07, 68.50, 50.67, 49.99),
-            "Sinkhorn Trans.": (33.67, 61.20, 53.83, 41.23, 67.45, 51.39, 50.89),
-            "Synthesizer": (36.99, 61.68, 54.67, 41.61, 69.45, 52.88, 52.43),
-            "BigBird": (36.05, 64.02, 59.29, 40.83, 74.87, 55.01, 53.94),
-            "Linear Trans.": (16.13, 65.90, 53.09, 42.34, 75.30, 50.55, 49.92),
-            "Performer": (18.01, 65.40, 53.82, 42.77, 77.05, 51.41, 50.81),
-            "Luna-16": (37.43, 65.74, 79.38, 46.39, 78.36, 61.46, 56.98),
-            "Luna-128": (38.01, 65.74, 79.55, 47.47, 78.89, 61.93, 57.53),
-            "Luna-256": (37.98, 65.78, 79.56, 47.86, 78.55, 61.95, 57.54),
-        }.items()
-    }),
-)
+LUNA_TABLE1 = _table("ma2021luna", "Table 1", "§4.1", _L1_COLUMNS, {
+        "Transformer": (36.37, 64.27, 57.46, 42.44, 71.40, 54.39, 53.62),
+        "Transformer (re-impl)": (37.11, 65.21, 79.14, 42.94, 71.83, 59.24, 54.27),
+        "Local Attention": (15.82, 52.98, 53.39, 41.46, 66.63, 46.06, 44.22),
+        "Sparse Trans.": (17.07, 63.58, 59.59, 44.24, 71.71, 51.24, 49.15),
+        "Longformer": (35.63, 62.85, 56.89, 42.22, 69.71, 53.46, 52.60),
+        "Linformer": (35.70, 53.94, 52.27, 38.56, 76.34, 51.36, 51.14),
+        "Reformer": (37.27, 56.10, 53.40, 38.07, 68.50, 50.67, 49.99),
+        "Sinkhorn Trans.": (33.67, 61.20, 53.83, 41.23, 67.45, 51.39, 50.89),
+        "Synthesizer": (36.99, 61.68, 54.67, 41.61, 69.45, 52.88, 52.43),
+        "BigBird": (36.05, 64.02, 59.29, 40.83, 74.87, 55.01, 53.94),
+        "Linear Trans.": (16.13, 65.90, 53.09, 42.34, 75.30, 50.55, 49.92),
+        "Performer": (18.01, 65.40, 53.82, 42.77, 77.05, 51.41, 50.81),
+        "Luna-16": (37.43, 65.74, 79.38, 46.39, 78.36, 61.46, 56.98),
+        "Luna-128": (38.01, 65.74, 79.55, 47.47, 78.89, 61.93, 57.53),
+        "Luna-256": (37.98, 65.78, 79.56, 47.86, 78.55, 61.95, 57.54),
+})
 
 # Luna, Table 2: training steps per second and peak memory on byte-level Text at 1K-4K, both relative to the
 # Transformer (= 1.0). Columns "Steps/s <length>" and "Memory <length>".
 _LENGTHS = ("1K", "2K", "3K", "4K")
 _L2_COLUMNS = tuple(f"Steps/s {n}" for n in _LENGTHS) + tuple(f"Memory {n}" for n in _LENGTHS)
-LUNA_TABLE2 = PaperTable(
-    paper="ma2021luna", table="Table 2", section="§4.1", page=None,
-    columns=_L2_COLUMNS,
-    rows=_frozen({
-        name: dict(zip(_L2_COLUMNS, values, strict=True))
-        for name, values in {
-            "Transformer": (1.0, 1.0, 1.0, 1.0, 1.00, 1.00, 1.00, 1.00),
-            "Local Attention": (1.1, 1.7, 3.2, 5.3, 0.49, 0.29, 0.19, 0.14),
-            "Linformer": (1.2, 1.9, 3.7, 5.5, 0.44, 0.21, 0.18, 0.10),
-            "Reformer": (0.5, 0.4, 0.7, 0.8, 0.56, 0.37, 0.28, 0.24),
-            "Sinkhorn Trans": (1.1, 1.6, 2.9, 3.8, 0.55, 0.31, 0.21, 0.16),
-            "Synthesizer": (1.1, 1.2, 2.9, 1.4, 0.76, 0.75, 0.74, 0.74),
-            "BigBird": (0.9, 0.8, 1.2, 1.1, 0.91, 0.56, 0.40, 0.30),
-            "Linear Trans.": (1.1, 1.9, 3.7, 5.6, 0.44, 0.22, 0.15, 0.11),
-            "Performer": (1.2, 1.9, 3.8, 5.7, 0.44, 0.22, 0.15, 0.11),
-            "Luna-16": (1.2, 1.8, 3.7, 5.5, 0.44, 0.23, 0.17, 0.10),
-            "Luna-128": (1.1, 1.7, 3.4, 5.1, 0.49, 0.28, 0.21, 0.14),
-            "Luna-256": (1.1, 1.7, 3.3, 4.9, 0.60, 0.33, 0.23, 0.16),
-        }.items()
-    }),
-)
+LUNA_TABLE2 = _table("ma2021luna", "Table 2", "§4.1", _L2_COLUMNS, {
+        "Transformer": (1.0, 1.0, 1.0, 1.0, 1.00, 1.00, 1.00, 1.00),
+        "Local Attention": (1.1, 1.7, 3.2, 5.3, 0.49, 0.29, 0.19, 0.14),
+        "Linformer": (1.2, 1.9, 3.7, 5.5, 0.44, 0.21, 0.18, 0.10),
+        "Reformer": (0.5, 0.4, 0.7, 0.8, 0.56, 0.37, 0.28, 0.24),
+        "Sinkhorn Trans": (1.1, 1.6, 2.9, 3.8, 0.55, 0.31, 0.21, 0.16),
+        "Synthesizer": (1.1, 1.2, 2.9, 1.4, 0.76, 0.75, 0.74, 0.74),
+        "BigBird": (0.9, 0.8, 1.2, 1.1, 0.91, 0.56, 0.40, 0.30),
+        "Linear Trans.": (1.1, 1.9, 3.7, 5.6, 0.44, 0.22, 0.15, 0.11),
+        "Performer": (1.2, 1.9, 3.8, 5.7, 0.44, 0.22, 0.15, 0.11),
+        "Luna-16": (1.2, 1.8, 3.7, 5.5, 0.44, 0.23, 0.17, 0.10),
+        "Luna-128": (1.1, 1.7, 3.4, 5.1, 0.49, 0.28, 0.21, 0.14),
+        "Luna-256": (1.1, 1.7, 3.3, 4.9, 0.60, 0.33, 0.23, 0.16),
+})
 
 # Luna, Table 3: the [CLS] token against mean pooling over the last layer's P. The paper leaves the P rows'
 # average empty; those cells are absent.

@@ -102,12 +102,7 @@ def attention_inputs(model: CausalLM, ids: torch.Tensor) -> list[torch.Tensor]:
     seen = []
     hooks = [layer.attn.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
              for layer in model.encoder.layers]
-    try:
-        with torch.no_grad():
-            model(ids)
-    finally:
-        for h in hooks:
-            h.remove()
+    _forward_with_hooks(model, ids, hooks)
     return seen
 
 
@@ -120,13 +115,18 @@ def layer_betas(model: CausalLM, ids: torch.Tensor) -> list[float]:
             beta = layer.momentum_beta(v_hat, carry, keep) if carry.v_hat is not None else 0.0
             betas.append(float(torch.as_tensor(beta).mean()))
         hooks.append(_Hook(layer, record))
+    _forward_with_hooks(model, ids, hooks)
+    return betas
+
+
+def _forward_with_hooks(model: CausalLM, ids: torch.Tensor, hooks: list) -> None:
+    """One no-grad forward pass of ``model`` on ``ids`` with ``hooks`` attached, removed afterwards in any case."""
     try:
         with torch.no_grad():
             model(ids)
     finally:
         for h in hooks:
             h.remove()
-    return betas
 
 
 class _Hook:
