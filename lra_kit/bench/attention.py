@@ -50,8 +50,8 @@ from lra_kit.attention.naive import naive_cumulative_state_causal_product
 from lra_kit.bench.measure import fix_mmap_threshold, peak_memory
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.atomic import check_writable
-from lra_kit.errors import LraKitError
 from lra_kit.results import make_results, write_results
+from lra_kit.bench.entry import module_main
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna")
 TRITON_METHODS = ("linear_triton", "momentum_triton")
@@ -562,13 +562,7 @@ def main_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lra_kit.bench.attention", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    try:
-        return main_from_args(parser.parse_args(argv))
-    except LraKitError as err:  # a user error is one line, as in `lra-kit bench attention`
-        raise SystemExit(f"error: {err}") from None
+    return module_main("python -m lra_kit.bench.attention", __doc__, add_arguments, main_from_args, argv)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from lra_kit.atomic import check_writable
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.models.causal_lm import CausalLM
 from lra_kit.results import device_name, make_results, read_results, write_results
+from lra_kit.bench.entry import module_main
 
 METHODS = ("softmax", "softmax-kv-cache", "linear", "momentum")
 PIXELS = {"mnist": 784, "cifar10": 3072}
@@ -238,10 +239,7 @@ def main_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lra_kit.bench.generation", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return main_from_args(parser.parse_args(argv))
+    return module_main("python -m lra_kit.bench.generation", __doc__, add_arguments, main_from_args, argv)
 
 
 if __name__ == "__main__":

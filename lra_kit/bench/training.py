@@ -45,9 +45,9 @@ from lra_kit.atomic import check_writable
 from lra_kit.bench.attention import sdpa_context
 from lra_kit.bench.measure import fix_mmap_threshold, peak_memory
 from lra_kit.bench.timing import interleaved_times
-from lra_kit.errors import LraKitError
 from lra_kit.models import ModelConfig, build_model
 from lra_kit.results import make_results, write_results
+from lra_kit.bench.entry import module_main
 
 BASELINES = ("softmax_materialised", "softmax_sdpa")
 METHODS = BASELINES + ("linear", "performer", "momentum", "luna-16", "luna-128", "luna-256")
@@ -253,13 +253,7 @@ def main_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lra_kit.bench.training", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    try:
-        return main_from_args(parser.parse_args(argv))
-    except LraKitError as err:
-        raise SystemExit(f"error: {err}") from None
+    return module_main("python -m lra_kit.bench.training", __doc__, add_arguments, main_from_args, argv)
 
 
 if __name__ == "__main__":
