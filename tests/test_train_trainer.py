@@ -48,3 +48,19 @@ def test_clipping_and_schedule_are_applied(tmp_path, listops):
 def test_batch_must_split_into_micro_batches(listops):
     with pytest.raises(ValueError, match="divisible"):
         Trainer(cfg_with("train.accumulate=3"), "/nonexistent", datasets=listops, progress=False, log=quiet)
+
+
+def test_eval_batches_cover_the_split_in_order_or_sample_all_of_it():
+    """A limited dev evaluation draws from the whole split, not its first batches (which can be one class)."""
+    from lra_kit.train.trainer import eval_batches
+
+    full = eval_batches(10, 4, None)
+    assert full == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert eval_batches(10, 4, 3) == full  # enough batches to cover the split: all of it, in order
+    labels = [0] * 500 + [1] * 500  # a label-sorted split, as IMDB's test set is stored
+    sample = eval_batches(1000, 16, 8)
+    assert len(sample) == 8 and all(len(b) == 16 for b in sample)
+    flat = [i for b in sample for i in b]
+    assert len(set(flat)) == 128 and max(flat) < 1000
+    assert 0.3 < sum(labels[i] for i in flat) / 128 < 0.7  # both classes, where the first 128 hold one
+    assert eval_batches(1000, 16, 8) == sample  # the same sample at every evaluation

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import random
 import time
@@ -124,6 +123,24 @@ def _parse_log_line(line: str) -> dict | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
+
+
+EVAL_SAMPLE_SEED = 0
+
+
+def eval_batches(n: int, size: int, max_batches: int | None) -> list[list[int]]:
+    """Index batches of ``size`` for evaluating ``n`` examples: all of them in order (``max_batches=None``, or
+    enough batches to cover the split), else ``max_batches`` batches of one fixed seeded sample of the whole split.
+
+    A split's examples are stored in index order, and some sources are sorted by label (IMDB's test set:
+    the negative reviews first; image folders class by class), so its first few batches can hold a single
+    class. The sample is the same at every evaluation, and independent of the global RNG (bit-exact resume).
+    """
+    if max_batches is None or max_batches * size >= n:
+        order = list(range(n))
+    else:
+        order = np.random.default_rng(EVAL_SAMPLE_SEED).permutation(n)[: max_batches * size].tolist()
+    return [order[b: b + size] for b in range(0, len(order), size)]
 
 
 class Trainer:
@@ -250,14 +267,11 @@ class Trainer:
     # -- evaluation -----------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self, split: str, max_batches: int | None = None, model: nn.Module | None = None) -> dict:
-        """Loss and accuracy on ``split`` (the first ``max_batches`` batches, in order; None = all)."""
+        """Loss and accuracy on ``split``: all of it (``max_batches=None``), or ``max_batches`` batches of a
+        fixed seeded sample of it (:func:`eval_batches`)."""
         dataset = self.datasets[split]
         size = self.cfg.data.eval_batch_size or self.cfg.data.batch_size  # a global batch, split over the ranks
-        n_batches = math.ceil(len(dataset) / size)
-        if max_batches is not None:
-            n_batches = min(n_batches, max_batches)
-        mine = [list(range(b * size, min((b + 1) * size, len(dataset))))[self.dist.rank::self.dist.world_size]
-                for b in range(n_batches)]
+        mine = [batch[self.dist.rank::self.dist.world_size] for batch in eval_batches(len(dataset), size, max_batches)]
         mine = [batch for batch in mine if batch]
         module = self.task_loss if model is None else TaskLoss(model, self.kind)
         was_training = module.training
