@@ -5,8 +5,10 @@ one autograd Function, for speed and memory.
     z_i = z_0 + Σ_{j≤i} φ(k_j),
 
 u as in :mod:`lra_kit.attention.causal_product` (β = 0, γ = 1: linear attention). The numerator is the
-causal product of that module (its segment functions ``_forward`` / ``_backward`` are called here
-unchanged); the normaliser is its β = 0 special case with every value 1, kept as the running sum z.
+causal product of that module, whose segment functions ``_forward`` / ``_backward`` also take the
+normaliser (``Normaliser``): its in-chunk part Σ_{j≤i} φ(q_i)·φ(k_j) is a row sum of the masked score
+matrix the numerator already forms, and its gradient rides in the same chunk products; only the
+running sum z at the chunk starts is extra (a few numbers per chunk).
 
 What autograd would otherwise keep, and this Function does not: φ(Q), φ(K) (recomputed in backward,
 through φ's own autograd, so any feature map works), the masked copies of K and V, a ones column
@@ -27,6 +29,7 @@ from torch.autograd.function import once_differentiable
 
 from lra_kit.attention import triton as gpu
 from lra_kit.attention.causal_product import (
+    Normaliser,
     ProductState,
     _backward,
     _final_state_gradient,
@@ -73,18 +76,20 @@ class CausalKernelAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, keep, s0, d0, z0, phi, beta, gamma, eps, chunk_size, final, keep_d):
         dtype = compute_dtype(q.dtype)
         B, H, N, _ = q.shape
-        out = torch.empty(B, H, N, v.shape[-1], dtype=v.dtype, device=v.device)
         state = None if s0 is None else ProductState(s0, d0)
         z, starts, parts = z0, [], segments(N, chunk_size)
+        # One segment: its result is the output (no copy). Several: each is written into place as it comes.
+        out = None if len(parts) == 1 else torch.empty(B, H, N, v.shape[-1], dtype=v.dtype, device=v.device)
         for sl in parts:
             starts.append((state, z))
             ks = None if keep is None else keep[:, None, sl, None]
             fq, fk, vs = _mapped(q[:, :, sl], k[:, :, sl], v[:, :, sl], ks, phi, dtype)
-            num, state = _forward(fq, fk, vs, beta, chunk_size, state, keep_d)
-            den, zs = _normaliser(fq, fk, z, chunk_size, eps)
-            z = zs[:, :, -1]
-            out[:, :, sl] = num.mul_(den.reciprocal_().mul_(gamma))
-            del num, den, zs, fq, fk, vs
+            part, state, z = _forward(fq, fk, vs, beta, chunk_size, state, keep_d, Normaliser(z, eps, gamma))
+            if out is None:
+                out = part.to(v.dtype).contiguous()
+            else:
+                out[:, :, sl] = part
+            del fq, fk, vs, part
         ctx.save_for_backward(q, k, v, keep, out)
         ctx.starts, ctx.phi, ctx.beta, ctx.gamma, ctx.eps, ctx.chunk_size = starts, phi, beta, gamma, eps, chunk_size
         ctx.has_d = d0 is not None
@@ -103,8 +108,9 @@ class CausalKernelAttention(torch.autograd.Function):
         if grad_final:
             final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
             gz = grad_final[2]
-        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False))
         n, parts, later = q.shape[2], segments(q.shape[2], C), None
+        grads = [torch.empty_like(t) if need and len(parts) > 1 else None for t, need in zip((q, k, v), needs[:3],
+                                                                                          strict=False)]
         for i in range(len(parts) - 1, -1, -1):
             sl, (start, z0) = parts[i], ctx.starts[i]
             ks = None if keep is None else keep[:, None, sl, None]
@@ -112,30 +118,26 @@ class CausalKernelAttention(torch.autograd.Function):
                 qs, kk = (t[:, :, sl].detach().requires_grad_(need) for t, need in ((q, needs[0]), (k, needs[1])))
                 phi_q, phi_k = ctx.phi.queries(qs), ctx.phi.keys(kk)
             fq, fk, vs = _mapped_detached(phi_q, phi_k, v[:, :, sl], ks, dtype)
-            den, z = _normaliser(fq, fk, z0, C, ctx.eps)
-            g = grad[:, :, sl].to(dtype)
-            g_num = g * (gamma / den)  # ∂out/∂numerator
-            h = -(g * out[:, :, sl].to(dtype)).sum(-1, keepdim=True) / den  # ∂out/∂den = −out/den
-            dfq, dfk, dvs, later = _backward(fq, fk, vs, g_num, beta, C, needs[:3], start, later)
+            norm = Normaliser(z0, ctx.eps, gamma, out[:, :, sl].to(dtype), gz)
+            dfq, dfk, dvs, later, gz = _backward(fq, fk, vs, grad[:, :, sl].to(dtype), beta, C, needs[:3], start,
+                                                 later, norm)
             if final is not None:
                 to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
                 _final_state_gradient(dfk, dvs, fk, vs, beta, final, to_end)
-            # den_i = φ(q_i)·z_i: ∇φ(q_i) += h_i z_i, ∇φ(k_j) += Σ_{i≥j} h_i φ(q_i) (+ the final z's gradient)
-            if dfq is not None:
-                dfq += h * z
-            hq = h * fq
-            if dfk is not None:
-                dfk += hq.sum(2, keepdim=True) - prefix_sum(hq, C) + hq
-                if gz is not None:
-                    dfk += gz[:, :, None]
-                if ks is not None:
-                    dfk *= ks
+            if dfk is not None and ks is not None:
+                dfk *= ks
             if dvs is not None and ks is not None:
                 dvs *= ks
-            gz = hq.sum(2) if gz is None else gz + hq.sum(2)
-            _phi_backward(phi_q, phi_k, qs, kk, dfq, dfk, dq, dk, sl)
-            if dv is not None:
-                dv[:, :, sl] = dvs
+            parts_grads = (*_phi_backward(phi_q, phi_k, qs, kk, dfq, dfk), dvs)
+            for i_grad, (full, part, like) in enumerate(zip(grads, parts_grads, (q, k, v), strict=True)):
+                if part is None or not needs[i_grad]:
+                    continue
+                if len(parts) == 1:  # one segment: its gradient is the gradient (no copy)
+                    grads[i_grad] = part.to(like.dtype)
+                else:
+                    full[:, :, sl] = part
+            del dfq, dfk, dvs, parts_grads
+        dq, dk, dv = grads
         initial = _initial_state_gradient(later, beta, n, final) if any(needs[4:6]) else None
         ds0 = initial.s if needs[4] else None
         dd0 = initial.d if (needs[5] and ctx.has_d) else None
@@ -147,20 +149,26 @@ def _mapped_detached(phi_q, phi_k, v, keep, dtype):
     return _masked(phi_q.detach(), phi_k.detach(), v, keep, dtype)
 
 
-def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk, dq, dk, sl) -> None:
-    """Chain rule through φ, recomputed for this segment: dq = φ'(q)·∇φ(q), dk = φ'(k)·∇φ(k)."""
-    outputs, grads, inputs, targets = [], [], [], []
-    for phi_x, d_phi, x, full in ((phi_q, dfq, qs, dq), (phi_k, dfk, ks, dk)):
-        if full is not None and phi_x.requires_grad:
+def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk):
+    """Chain rule through φ, recomputed for this segment: (dq, dk) = (φ'(q)·∇φ(q), φ'(k)·∇φ(k)), None where not
+    asked for."""
+    outputs, grads, inputs, slots = [], [], [], []
+    result = [None, None]
+    for slot, (phi_x, d_phi, x) in enumerate(((phi_q, dfq, qs), (phi_k, dfk, ks))):
+        if d_phi is None:
+            continue
+        if phi_x.requires_grad:
             outputs.append(phi_x)
             grads.append(d_phi.to(phi_x.dtype))
             inputs.append(x)
-            targets.append(full)
-        elif full is not None:  # φ does not depend on its input (a constant map)
-            full[:, :, sl] = 0
+            slots.append(slot)
+        else:  # φ does not depend on its input (a constant map)
+            result[slot] = torch.zeros_like(x)
     if outputs:
-        for full, g in zip(targets, torch.autograd.grad(outputs, inputs, grads, allow_unused=True), strict=False):
-            full[:, :, sl] = 0 if g is None else g
+        for slot, x, g in zip(slots, inputs, torch.autograd.grad(outputs, inputs, grads, allow_unused=True),
+                              strict=True):
+            result[slot] = torch.zeros_like(x) if g is None else g
+    return result
 
 
 def causal_kernel_attention(

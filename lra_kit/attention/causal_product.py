@@ -85,12 +85,12 @@ def _scalar_u(x: int, beta: float) -> float:
 def segments(n: int, chunk_size: int) -> list[slice]:
     """Consecutive slices covering range(n): whole chunks, and a last one shorter than a chunk for the remainder —
     so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of about
-    n/16 positions (2 to SEGMENT_CHUNKS chunks): temporaries stay a small part of the output. Shorter ones get
-    SEGMENT_CHUNKS chunks a segment: there the whole problem is small, and the per-segment overhead is not
-    (measured on 2 CPU threads: 10.9 ms instead of 17.8 ms at n = 1024)."""
+    n/16 positions (2 to SEGMENT_CHUNKS chunks): temporaries stay a small part of the output. Shorter ones are one
+    segment: there the whole problem is small (a few MB), and splitting it costs time (a pass copying each
+    segment's result, and the per-segment overhead)."""
     C = max(1, chunk_size)
     if n < 4 * SEGMENT_CHUNKS * C:
-        size = C * SEGMENT_CHUNKS
+        size = max(n, 1)
     else:
         size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
     parts = []
@@ -121,6 +121,7 @@ class _Chunking:
                         "read": beta * momentum_lag_weights(to_end, beta)}
         # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
         # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
+        self.mask = (lag >= 0).to(dtype)  # the normaliser's weights, 1 for b ≤ a (the same as intra at β = 0)
 
     def split(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
@@ -164,6 +165,24 @@ class _Chunking:
         far = ProductState(s_next, d_next if d is not None else None)
         return s, d, far
 
+    def running_sums(self, x: torch.Tensor, start: torch.Tensor | None, reverse: bool):
+        """Σ x over the positions before each chunk (forward; after it, reverse in time) plus ``start``,
+        (B, H, n_chunks, D), and the total with ``start`` (the far end). The normaliser's z of eq. 9 and its adjoint."""
+        totals = x.sum(-2)  # (B, H, n_chunks, D): a few thousand numbers, so a cumulative sum is cheap here
+        if reverse:
+            totals = totals.flip(2)
+        inclusive = torch.cumsum(totals, 2)
+        if start is not None:
+            inclusive += start[:, :, None]
+        exclusive = inclusive - totals
+        return (exclusive.flip(2) if reverse else exclusive), inclusive[:, :, -1]
+
+    @staticmethod
+    def add_product(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """acc += a @ b chunk by chunk, in the matrix product itself (no separate pass over acc); returns acc."""
+        acc.view(-1, *acc.shape[-2:]).baddbmm_(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))
+        return acc
+
     def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
         """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
         out = x @ s
@@ -177,45 +196,91 @@ def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: 
     return _Chunking(n, chunk_size, beta, dtype, device)
 
 
-def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False):
+class Normaliser(NamedTuple):
+    """The normaliser of eq. 9 fused into a segment: den_i = q_i·z_i + ε, z_i = z_0 + Σ_{j≤i} k_j (q, k feature-mapped),
+    and out = γ·numerator/den. ``z0``: z before the segment (None = 0). Backward also takes the attention's output
+    ``out`` of the segment and ``gz``, the gradient of z at the segment's end (None = 0)."""
+
+    z0: torch.Tensor | None
+    eps: float
+    gamma: float
+    out: torch.Tensor | None = None
+    gz: torch.Tensor | None = None
+
+
+def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False, norm: Normaliser | None = None):
     """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
-    carries, and the state after the segment (its d also at β = 0 if ``keep_d``)."""
+    carries, the state after the segment (its d also at β = 0 if ``keep_d``), and z after it (None without ``norm``).
+
+    With ``norm`` the output is γ·out_i / den_i, the denominator read off the same chunk products: its
+    in-chunk part Σ_{j≤i} q_i·k_j is a row sum of the masked score matrix the numerator multiplies by V,
+    its earlier part q_i·z at the chunk start — no separate prefix sum over the positions."""
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     # A segment of a longer tensor: copy it once, not once per product.
     qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))
-    out = (qc @ kc.transpose(-1, -2)).mul_(ch.intra) @ vc
+    scores = qc @ kc.transpose(-1, -2)
+    den = z_end = None
+    if norm is not None:
+        den, _, z_end = _denominator(ch, qc, kc, scores, norm)
     s, d, final = ch.states(kc, vc, state, reverse=False)
-    out += ch.read(qc, s, d, reverse=False)
+    out = ch.add_product(ch.read(qc, s, d, reverse=False), scores.mul_(ch.intra), vc)
+    if den is not None:
+        out.mul_(den.reciprocal_().mul_(norm.gamma))
     if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
         final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
-    return ch.join(out), final
+    return ch.join(out), final, z_end
 
 
-def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None):
+def _denominator(ch, qc, kc, scores, norm: Normaliser):
+    """den = Σ_{b≤a} q_a·k_b (in the chunk) + q_a·z (chunk start) + ε for every chunked position; z at every chunk
+    start and after the segment."""
+    z_start, z_end = ch.running_sums(kc, norm.z0, reverse=False)
+    in_chunk = (scores * ch.mask if ch.beta else scores.mul_(ch.mask)).sum(-1, keepdim=True)  # β = 0: mask = intra
+    return in_chunk.add_(qc @ z_start[..., None]).add_(norm.eps), z_start, z_end
+
+
+def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None, norm: Normaliser | None = None):
     """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
 
     ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
     u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
+    With ``norm`` (the output of the segment in ``norm.out``), ``g`` is the gradient of the normalised
+    output: the numerator's gradient is g·γ/den and the denominator's h = −(g·out)/den; h enters the same
+    chunk products as the numerator's (the masked score matrix gains h_a on row a), plus h_a·z at each
+    chunk start for ∇q and Σ_{later} h q for ∇k. Also returns z's gradient before the segment (else None).
     """
     ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
     qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
+    scores = h = gz = None
+    if needs[2] or norm is not None:
+        scores = qc @ kc.transpose(-1, -2)
+    if norm is not None:
+        den, z_start, _ = _denominator(ch, qc, kc, scores, norm)
+        h = (gc * ch.split(norm.out.contiguous())).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
+        gc = gc * den.reciprocal_().mul_(norm.gamma)  # ∂/∂numerator
     gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
+    if h is not None:
+        gv.addcmul_(h, ch.mask)  # + h_a for b ≤ a: the denominator's Σ_{b≤a} q_a·k_b
     dq = dk = dv = None
     if needs[0]:
         s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
-        dq = gv @ kc
-        dq += ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        dq = ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        ch.add_product(dq, gv, kc)
+        if h is not None:
+            dq.addcmul_(h, z_start[:, :, :, None])
         del s, d
     s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+    if h is not None:  # Σ_{i later} h_i q_i: the denominator's share of ∇k, and z's gradient before the segment
+        hq_later, gz = ch.running_sums(h * qc, norm.gz, reverse=True)
     if needs[1]:
-        dk = gv.transpose(-1, -2) @ qc
-        dk += ch.read(vc, s, d, reverse=True)
+        dk = ch.add_product(ch.read(vc, s, d, reverse=True), gv.transpose(-1, -2), qc)
+        if h is not None:
+            dk += hq_later[:, :, :, None]
     del gv
     if needs[2]:
-        qk = (qc @ kc.transpose(-1, -2)).mul_(ch.intra)
-        dv = qk.transpose(-1, -2) @ gc
-        dv += ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
-    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before)
+        dv = ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
+        ch.add_product(dv, scores.mul_(ch.intra).transpose(-1, -2), gc)
+    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before, gz)
 
 
 def _final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState, to_end: torch.Tensor) -> None:
@@ -267,7 +332,7 @@ def _forward_segments(q, k, v, beta, chunk_size, state):
     keep_d = beta > 0.0 or (state is not None and state.d is not None)
     for sl in parts:
         starts.append(state)
-        out[:, :, sl], state = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state, keep_d)
+        out[:, :, sl], state, _ = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state, keep_d)
     return out, starts, state
 
 
@@ -305,7 +370,7 @@ class CausalProduct(torch.autograd.Function):
         n, parts, later = q.shape[2], segments(q.shape[2], ctx.chunk_size), None
         for i in range(len(parts) - 1, -1, -1):
             sl = parts[i]
-            dqs, dks, dvs, later = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
+            dqs, dks, dvs, later, _ = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
                                              ctx.chunk_size, needs[:3], ctx.starts[i], later)
             if final is not None:
                 to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
