@@ -240,8 +240,8 @@ PRESETS = {
                 "data (4,000 train / 500 val / 500 test examples; ListOps at the paper's lengths; Text truncated "
                 "to 1,024 bytes instead of 4,000); Retrieval not run (no AAN corpus); lr 1e-3 with 25 warmup steps "
                 "then linear decay to 0 instead of 1e-4 (OneCycle over thousands of warmup steps); no attention "
-                "dropout; no AMP; dev = 8 batches (a fixed sample of 128 examples); Luna uses the same 2-layer d 64 model instead of "
-                "Luna Table 7's per-task models"),
+                "dropout; no AMP; dev = 8 batches (a fixed sample of 128 examples); Luna uses the same 2-layer d 64 "
+                "model instead of Luna Table 7's per-task models"),
     ),
 }
 
