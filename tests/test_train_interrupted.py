@@ -28,6 +28,9 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     import torch
     torch.set_num_threads(1)
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no Ctrl-C handler:
+    # restore it, so that the SIGINT case tests the trainer and not how the test run was launched.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from lra_kit.train import checkpoint, trainer
     from train_helpers import copy_datasets, quiet, tiny_copy_config
 
