@@ -84,15 +84,15 @@ def _scalar_u(x: int, beta: float) -> float:
 
 def segments(n: int, chunk_size: int) -> list[slice]:
     """Consecutive slices covering range(n): whole chunks, and a last one shorter than a chunk for the remainder —
-    so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of about
-    n/16 positions (2 to SEGMENT_CHUNKS chunks): temporaries stay a small part of the output. Shorter ones are one
-    segment: there the whole problem is small (a few MB), and splitting it costs time (a pass copying each
-    segment's result, and the per-segment overhead)."""
+    so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of
+    SEGMENT_CHUNKS chunks: the temporaries of a pass are those of one segment, at most a quarter of the output's
+    size. Shorter ones are one segment: there the whole problem is small (a few MB), and splitting it costs time
+    (a pass copying each segment's result, and the per-segment overhead)."""
     C = max(1, chunk_size)
     if n < 4 * SEGMENT_CHUNKS * C:
         size = max(n, 1)
     else:
-        size = C * min(SEGMENT_CHUNKS, max(2, n // (16 * C)))
+        size = C * SEGMENT_CHUNKS
     parts = []
     for a in range(0, n, size):
         b = min(a + size, n)
