@@ -186,8 +186,8 @@ class _Chunking:
     def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
         """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
         out = x @ s
-        if d is not None:
-            out += (self.reverse if reverse else self.forward)["read"] * (x @ d)
+        if d is not None:  # + (β·u(near)·x) @ d, accumulated in the product
+            self.add_product(out, x * (self.reverse if reverse else self.forward)["read"], d)
         return out
 
 
