@@ -3,6 +3,7 @@
 # the other on one thread. Run from the repository root: LRA_KIT_DATA=... bash results/lra/record.sh [TASK...]
 # (default: all four tasks; two shells with different tasks run side by side, one thread each).
 # For each task: every attention first, then that task's controls. A finished run is skipped.
+# PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION...]: the longer Image runs (no controls).
 set -u
 export OMP_NUM_THREADS=1
 run() {  # run TASK ATTENTION [--control NAME] [extra lra-kit train options...]
@@ -12,14 +13,22 @@ run() {  # run TASK ATTENTION [--control NAME] [extra lra-kit train options...]
     local recdir=results record=lra
     if [ "${1:-}" = --control ]; then recdir=results/lra/controls; record=$2; shift 2; fi
     local suffix=""; [ "$name" = adaptive ] && suffix="+adaptive"
-    if [ -f "$recdir/$record/$task-$attention$suffix-lra-cpu.json" ]; then echo "skip $task $name $record"; return; fi
-    "${PYTHON:-python}" -m lra_kit train --task "$task" --attention "$attention" "${connection[@]}" --preset lra-cpu \
-        --out "runs/lra-cpu/$record/$task-$name" --record-dir "$recdir" --record "$record" --no-progress "$@" \
+    if [ -f "$recdir/$record/$task-$attention$suffix-$PRESET.json" ]; then echo "skip $task $name $record"; return; fi
+    "${PYTHON:-python}" -m lra_kit train --task "$task" --attention "$attention" "${connection[@]}" --preset "$PRESET" \
+        --out "runs/$PRESET/$record/$task-$name" --record-dir "$recdir" --record "$record" --no-progress "$@" \
         | grep '^\[lra-kit\]'
 }
+PRESET=${PRESET:-lra-cpu}
+ATTENTIONS=(softmax linear performer momentum adaptive luna)
+if [ "$PRESET" != lra-cpu ]; then  # the longer runs: one task, the attentions named after it (default all)
+    task=${1:?"PRESET=$PRESET needs a task"}; shift
+    [ $# -gt 0 ] && ATTENTIONS=("$@")
+    for name in "${ATTENTIONS[@]}"; do run "$task" "$name"; done
+    exit 0
+fi
 tasks=("$@"); [ ${#tasks[@]} -eq 0 ] && tasks=(listops text image pathfinder)
 for task in "${tasks[@]}"; do
-    for name in softmax linear performer momentum adaptive luna; do run "$task" "$name"; done
+    for name in "${ATTENTIONS[@]}"; do run "$task" "$name"; done
 done
 for task in "${tasks[@]}"; do
     case $task in
