@@ -37,7 +37,10 @@ for task in "${tasks[@]}"; do
         run image linear --control unnormalised --set model.attention_options.compat=nystromformer
         run image linear --control pixel0-padding --set data.options.compat=nystromformer ;;
     text)   # Luna Table 3: mean pooling over the last layer's P instead of the [CLS] token
-        run text luna --control p-pooling --set model.pooling=p_mean ;;
+        run text luna --control p-pooling --set model.pooling=p_mean
+            # the Momentum paper's code reads 1,000 bytes of each review, the papers 4,000 (lra-cpu: 1,024)
+        run text linear --control text-1000-bytes --set data.options.max_length=1000
+        run text linear --control text-4000-bytes --set data.options.max_length=4000 ;;
     esac
     # Luna Table 1's Luna-128 and Luna-256 rows: the same model with a longer P
     for length in 128 256; do run "$task" luna --control "luna-$length" --set model.luna_length=$length; done
