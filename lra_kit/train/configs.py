@@ -220,6 +220,13 @@ SMALL.update({
 # Named reduced scales: what the hardware at hand honestly allows, recorded under its own name. A preset
 # is the data of its ``base`` scale (lra_kit.data at that scale) with ``values`` (then ``per_task``) on top;
 # ``shrunk`` says, for the reader of a result, what differs from the papers' setting.
+_LRA_CPU_VALUES = {
+    "model.layers": 2, "model.d_model": 64, "model.n_heads": 2, "model.d_ff": 128, "model.luna_length": 16,
+    "model.dropout": 0.1, "model.attention_dropout": 0.0, "optim.lr": 1e-3, "optim.schedule": "linear",
+    "optim.warmup_steps": 25, "optim.warmup_start": 0.0, "optim.final_ratio": 0.0, "train.amp": False,
+    "train.accumulate": 1, "data.batch_size": 16, "train.steps": 500, "train.eval_every": 100,
+    "train.eval_batches": 8, "train.log_every": 10}
+
 PRESETS = {
     # LRA on 2 CPU cores shared with other work, one thread per run, ~2 minutes a run. Measured alone, one
     # thread, 1K tokens, batch 32: 0.6-1.9 s a step depending on the attention; ListOps at the paper's
@@ -229,11 +236,7 @@ PRESETS = {
     # SDPA has no fused kernel with dropout (measured: 12.5 s against 1.9 s a step for softmax).
     "lra-cpu": dict(
         base="book", tasks=LRA_TASKS,
-        values={"model.layers": 2, "model.d_model": 64, "model.n_heads": 2, "model.d_ff": 128, "model.luna_length": 16,
-                "model.dropout": 0.1, "model.attention_dropout": 0.0, "optim.lr": 1e-3, "optim.schedule": "linear",
-                "optim.warmup_steps": 25, "optim.warmup_start": 0.0, "optim.final_ratio": 0.0, "train.amp": False,
-                "train.accumulate": 1, "data.batch_size": 16, "train.steps": 500, "train.eval_every": 100,
-                "train.eval_batches": 8, "train.log_every": 10},
+        values=_LRA_CPU_VALUES,
         per_task={"text": {"data.options": {"max_length": 1024}}},
         shrunk=("500 steps at batch 16 (two epochs of the 4,000 training examples) instead of 5,000-62,400 steps "
                 "at batch 32-512; the book-scale "
@@ -248,11 +251,8 @@ PRESETS = {
     # 10,000 test images. About 4× the lra-cpu time (3-25 minutes a run on one thread).
     "lra-cpu-long": dict(
         base="paper", tasks=("image",),
-        values={"model.layers": 2, "model.d_model": 64, "model.n_heads": 2, "model.d_ff": 128, "model.luna_length": 16,
-                "model.dropout": 0.1, "model.attention_dropout": 0.0, "optim.lr": 1e-3, "optim.schedule": "linear",
-                "optim.warmup_steps": 100, "optim.warmup_start": 0.0, "optim.final_ratio": 0.0, "train.amp": False,
-                "train.accumulate": 1, "data.batch_size": 16, "train.steps": 2000, "train.eval_every": 250,
-                "train.eval_batches": 16, "train.log_every": 10},
+        values={**_LRA_CPU_VALUES, "optim.warmup_steps": 100, "train.steps": 2000, "train.eval_every": 250,
+                "train.eval_batches": 16},
         per_task={},
         shrunk=("2,000 steps at batch 16 (32,000 of the 45,000 training images, each seen once) instead of 35,000 "
                 "steps at batch 256; the full CIFAR-10 splits (45,000 train / 5,000 val / 10,000 test); lr 1e-3 "
