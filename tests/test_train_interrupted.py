@@ -51,12 +51,7 @@ CHILD = textwrap.dedent("""
             if isinstance(obj, dict) and "optimizer" in obj and obj["state"]["step"] == step:
                 f.write(b"PK\\x03\\x04 half a checkpoint")
                 f.flush()
-                # SIGINT stays pending while stopped and is unblocked here, so KeyboardInterrupt is raised in
-                # this frame: delivered at a random later point it could land in a __del__, where Python
-                # prints and drops it (seen once in a loaded full run: the child finished with status 0).
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
                 os.kill(os.getpid(), signal.SIGSTOP)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             return original_save(obj, f, *args, **kwargs)
 
         checkpoint.torch.save = save
