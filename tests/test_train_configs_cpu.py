@@ -40,3 +40,22 @@ def test_cpu_scale_is_refused_where_it_is_not_defined(task):
         get_config(task, "linear", "cpu")
     with pytest.raises(ValueError, match="cpu"):
         data.load(task, "train", scale="cpu")
+
+
+@pytest.mark.parametrize("preset, task, steps", [("cpu-20k", "copy", 20_000), ("cpu-12k", "mnist", 12_000)])
+def test_long_presets_change_only_the_budget(preset, task, steps):
+    """The long recorded runs (docs/budget.md) are the cpu scale's recipe with more steps: the model, the data,
+    the optimizer and Table 1's β/γ stay those of the cpu scale."""
+    base, long = get_config(task, "momentum", "cpu", "adaptive"), get_config(task, "momentum", None, "adaptive", preset)
+    assert long.train.steps == steps and long.scale == "cpu" and long.scale_name == preset
+    assert long.model == base.model and long.data == base.data
+    assert (long.optim.name, long.optim.lr) == (base.optim.name, base.optim.lr)
+    if task == "copy":  # the drop of the learning rate stays at three quarters of the run
+        assert long.optim.decay_steps == (15_000,) and base.optim.decay_steps == (1500,)
+
+
+def test_a_seed_other_than_0_names_the_record():
+    cfg = get_config("copy", "linear", None, preset="cpu-20k")
+    assert cfg.name == "copy-linear-cpu-20k"
+    cfg.train.seed = 2
+    assert cfg.name == "copy-linear-cpu-20k-seed2"
