@@ -12,7 +12,8 @@ from lra_kit.attention.naive import naive_softmax_attention
 def test_softmax_matches_explicit(causal, N):
     q, k, v = rand_qkv(2, 2, N, 4)
     mask = right_padding_mask([N, max(1, N - 4)], N)
-    for m in (None, mask):
+    no_padding = torch.zeros(2, N, dtype=torch.bool)  # the fast path: an all-False mask is dropped
+    for m in (None, mask, no_padding):
         assert_close(
             softmax_attention(q, k, v, causal=causal, key_padding_mask=m),
             naive_softmax_attention(q, k, v, causal=causal, key_padding_mask=m),
