@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "lra_kit.bench.cli",
     "lra_kit.data.cli",
     "lra_kit.train.cli",
+    "lra_kit.web.export",
 )
 
 EPILOG = """examples:
