@@ -56,6 +56,8 @@ def train_copy_model(attention: str, *, steps: int | None = None, seed: int = 0,
                      scale: str | None = None) -> dict:
     """Train a causal LM on the copy task with one word length; cached per argument set.
 
+    ``steps=0`` returns the same model at initialisation (same seed): the "before" of a trained figure.
+
     Returns ``{"model", "ids" (a held-out batch), "accuracy" (on it), "steps", "scale", "seconds",
     "beta_trace"}``; ``beta_trace`` is ``(step, β̃ per layer)`` every ``record_every`` steps for an
     adaptive connection (mean over the held-out batch's positions, eq. 18).
@@ -66,8 +68,8 @@ def train_copy_model(attention: str, *, steps: int | None = None, seed: int = 0,
         raise ValueError(f"word_length must be an int in 2..60, got {word_length!r}")
     scale = get_scale(scale)
     steps = STEPS[scale] if steps is None else steps
-    if not (isinstance(steps, int) and steps >= 1):
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if not (isinstance(steps, int) and steps >= 0):
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     cfg = get_config("copy", attention, "smoke" if scale == "smoke" else "book", connection=connection).model
     cfg.dropout = cfg.attention_dropout = 0.0
     if layers is not None:
@@ -224,10 +226,34 @@ def copy_lookup_share(weights: torch.Tensor, word_length: int) -> float:
     return (weights[..., rows, :].argmax(-1) == rows - word_length).double().mean().item()
 
 
+def aligned_weight(weights: torch.Tensor, word_length: int) -> torch.Tensor:
+    """Mean weight that second-copy queries i put on key i − w, the aligned position (per head: (..., N, N) -> (...))."""
+    rows = torch.arange(word_length + 1, 2 * word_length + 1)
+    return weights[..., rows, rows - word_length].mean(-1)
+
+
 def best_lookup_head(maps: list[torch.Tensor], word_length: int) -> tuple[int, int, float]:
     """(layer, head, share) of the head whose argmax most often falls one word length back."""
     shares = [(ell, h, copy_lookup_share(m[h], word_length)) for ell, m in enumerate(maps) for h in range(m.shape[0])]
     return max(shares, key=lambda s: s[2])
+
+
+def draw_init_vs_trained(initial: list[torch.Tensor], trained: list[torch.Tensor], word_length: int,
+                         layer: int, head: int, *, labels=("at initialisation", "trained")):
+    """One head's map at initialisation beside the same head trained, the aligned key j = i − w dashed."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(6.0, 3.0), layout="constrained")
+    rows = torch.arange(word_length + 1, 2 * word_length + 2)
+    for ax, maps, label in zip(axes, (initial, trained), labels, strict=True):
+        m = maps[layer][head]
+        ax.imshow(m.numpy(), cmap="Blues", vmin=0)
+        ax.plot(rows - word_length, rows, ls="--", lw=0.8, color="tab:red")
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.set_title(f"{label}: aligned weight {aligned_weight(m, word_length).item():.2f}", fontsize=8)
+        ax.set_xlabel("key j", fontsize=8), ax.set_ylabel("query i", fontsize=8)
+    fig.suptitle(f"layer {layer + 1}, head {head + 1}", fontsize=9)
+    return fig
 
 
 def draw_attention_maps(maps: list[torch.Tensor], word_length: int, title: str = ""):
