@@ -26,11 +26,22 @@ TESTS = os.path.join(ROOT, "tests")
 
 CHILD = textwrap.dedent("""
     import os, signal, sys
+    # SIGINT reaches exactly one thread, and the kernel may pick any thread that does not block it: here also
+    # tqdm's monitor thread. Python then runs the KeyboardInterrupt handler at the main thread's next check,
+    # wherever that falls — possibly inside a __del__, where the exception is printed and dropped, and the run
+    # goes on to exit 0 (the intermittent failure of this case). So SIGINT is blocked before any thread
+    # starts (every later thread inherits the mask) and unblocked only in the main thread at its stop point.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     import torch
     torch.set_num_threads(1)
     # A shell starts background jobs with SIGINT ignored, and Python then installs no Ctrl-C handler:
     # restore it, so that the SIGINT case tests the trainer and not how the test run was launched.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def stop_here():
+        # stop; a SIGINT sent meanwhile is handled by this thread as soon as it continues, in this frame
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        os.kill(os.getpid(), signal.SIGSTOP)
     from lra_kit.train import checkpoint, trainer
     from train_helpers import copy_datasets, quiet, tiny_copy_config
 
@@ -40,7 +51,7 @@ CHILD = textwrap.dedent("""
 
         def train_step(self, batches):
             if self.state["step"] == step:
-                os.kill(os.getpid(), signal.SIGSTOP)
+                stop_here()
             original_step(self, batches)
 
         trainer.Trainer.train_step = train_step
@@ -51,7 +62,7 @@ CHILD = textwrap.dedent("""
             if isinstance(obj, dict) and "optimizer" in obj and obj["state"]["step"] == step:
                 f.write(b"PK\\x03\\x04 half a checkpoint")
                 f.flush()
-                os.kill(os.getpid(), signal.SIGSTOP)
+                stop_here()
             return original_save(obj, f, *args, **kwargs)
 
         checkpoint.torch.save = save
