@@ -20,6 +20,7 @@ import html
 import io
 import itertools
 import json
+import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -485,8 +486,13 @@ def causal_scores(phi_q: torch.Tensor, phi_k: torch.Tensor) -> torch.Tensor:
 
 
 def recent_window(beta: float) -> int:
-    """The number of most recent keys called "recent": round(1/(1 − β)), the scale of the lag weights."""
-    return max(1, round(1.0 / (1.0 - _check_unit_interval("beta", beta))))
+    """The number of most recent keys called "recent": 1/(1 − β) rounded half up, the scale of the lag weights.
+
+    One rule with the slider's JavaScript, ``Math.max(1, Math.floor(1 / (1 - beta) + 0.5))``: the same IEEE
+    operations in the same order, so the two agree at every β, the half-integer windows included (β = 0.6
+    gives 2.5 → 3, where Python's banker's ``round`` would give 2).
+    """
+    return max(1, math.floor(1.0 / (1.0 - _check_unit_interval("beta", beta)) + 0.5))
 
 
 def reweighting_readouts(scores: torch.Tensor, *, beta: float, gamma: float, query: int) -> dict[str, float]:
@@ -544,7 +550,7 @@ _JS_REWEIGHTING = r"""
   function meanLag(w, i) { var s = 0; for (var j = 0; j <= i; j++) s += w[j] * (i - j); return s; }
   wire(root, function (v) {
     var beta = v.beta, gamma = v.gamma, i = Math.round(v.query), r = row(i, beta, gamma);
-    var window = Math.min(i + 1, Math.max(1, Math.round(1 / (1 - beta))));
+    var window = Math.min(i + 1, Math.max(1, Math.floor(1 / (1 - beta) + 0.5)));  // = viz.recent_window
     var recentLin = 0, recentMom = 0;
     for (var j = i - window + 1; j <= i; j++) { recentLin += r.lin[j]; recentMom += r.norm[j]; }
     // panel 1: the row over its keys, linear vs momentum (row-normalised)
@@ -603,7 +609,7 @@ _JS_REWEIGHTING = r"""
 
 REWEIGHTING_READOUTS = (
     ("scale", "output scale Σⱼ Aᵢⱼ (linear: 1)"),
-    ("window", "recent keys: the last round(1/(1−β))"),
+    ("window", "recent keys: the last 1/(1−β), rounded half up"),
     ("recent_linear", "share on the recent keys, linear"),
     ("recent_momentum", "share on the recent keys, momentum"),
     ("mean_lag_linear", "mean lag read, linear"),

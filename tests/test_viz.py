@@ -1,4 +1,5 @@
 """lra_kit.viz: the book's figure helpers (frames, the kernel-free slider, small multiples)."""
+import math
 import re
 
 import matplotlib
@@ -124,7 +125,7 @@ def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
         got = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
         row, row0 = a[query, : query + 1], a0[query, : query + 1]
         lag = torch.arange(query, -1, -1, dtype=torch.float64)
-        window = min(query + 1, round(1 / (1 - beta)))
+        window = min(query + 1, math.floor(1 / (1 - beta) + 0.5))  # rounded half up, as the slider's JavaScript
         assert got["scale"] == pytest.approx(row.sum().item(), rel=1e-5)
         p = row / row.sum()
         assert got["recent_momentum"] == pytest.approx(p[lag < window].sum().item(), rel=1e-5, abs=1e-9)
@@ -134,6 +135,24 @@ def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
     if 0 < beta and last["window"] < len(SENTENCE):  # weight moves to older keys: less on the recent, larger mean lag
         assert last["recent_momentum"] < last["recent_linear"]
         assert last["mean_lag_momentum"] > last["mean_lag_linear"]
+
+
+def _half_integer_betas(high: float = 0.999) -> list[float]:
+    """Every β < high at which the window 1/(1 − β) is a half-integer k + ½: β = (2k − 1)/(2k + 1)."""
+    return [(2 * k - 1) / (2 * k + 1) for k in range(1, 2000) if (2 * k - 1) / (2 * k + 1) < high]
+
+
+def test_recent_window_rounds_half_up_like_the_javascript():
+    # the slider's JavaScript and viz.recent_window are one rule: 1/(1 − β) + ½, floored
+    assert "Math.floor(1 / (1 - beta) + 0.5)" in viz._JS_REWEIGHTING
+    assert "Math.round" not in viz._JS_REWEIGHTING.split("var window")[1].split(";")[0]
+    slider = [round(0.01 * i, 2) for i in range(100)]  # the page's β slider: 0 … 0.99 in steps of 0.01
+    for beta in slider + _half_integer_betas():
+        x = 1 / (1 - beta)
+        assert viz.recent_window(beta) == max(1, math.floor(x + 0.5))
+        if x == math.floor(x) + 0.5:  # an exact half-integer rounds up (Python's round() would go to even)
+            assert viz.recent_window(beta) == math.floor(x) + 1
+    assert viz.recent_window(0.6) == 3  # 1/(1 − 0.6) is exactly 2.5 in binary64: rounded up, not to even
 
 
 def test_lag_weight_oracle_matches_momentum_weights():
