@@ -1,7 +1,8 @@
 """The Triton causal product against the heavy-ball recurrence in float64 (Nguyen et al. eq. 12, γ = 1).
 
 Without a GPU the kernels run under Triton's interpreter on CPU tensors (LRA_KIT_TRITON=interpret),
-at tiny sizes; with one they run compiled on CUDA. Skipped when Triton is not installed.
+at tiny sizes; with one they run compiled on CUDA. Skipped when Triton is not installed. The kernels'
+compilation for sm_90 is checked by tests/test_triton_compile_guard.py.
 """
 import importlib.util
 
@@ -11,8 +12,10 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("Triton is not installed", allow_module_level=True)
 
+from lra_kit.attention import triton as gpu
 from lra_kit.attention.causal_product import causal_product
 from lra_kit.attention.triton import available, triton_causal_product
+from lra_kit.attention.triton import causal_product as host
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CHUNK = 16
@@ -21,9 +24,8 @@ BETAS = [0.0, 0.6, 0.99]
 
 @pytest.fixture(autouse=True)
 def _triton_mode(monkeypatch):
-    if DEVICE == "cpu":
-        monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    # On every machine: CPU tensors run interpreted, CUDA tensors compiled (kernels_for picks per tensor).
+    monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
 
 
 def heavy_ball(q, k, v, beta, s=None, d=None):
@@ -183,7 +185,8 @@ def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
     q, k = (torch.rand(2, 4, 4099, 64, generator=gen) for _ in range(2))
     v, g = (torch.randn(2, 4, 4099, 64, generator=gen) for _ in range(2))
     leaves = [t.cuda().requires_grad_() for t in (q, k, v)]
-    ref = causal_product(*leaves, beta=beta)
+    with gpu.disabled():  # the chunked PyTorch path, not the kernels under test
+        ref = causal_product(*leaves, beta=beta)
     ref_grads = torch.autograd.grad((ref * g.cuda()).sum(), leaves)
     fast = [t.detach().cuda().bfloat16().requires_grad_() for t in (q, k, v)]
     out = triton_causal_product(*fast, beta)
@@ -192,57 +195,106 @@ def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
         assert rel_rms(a, b) < 5e-2
 
 
-def _compiled_kernels(monkeypatch):
-    """A fresh copy of the kernels module with Triton's interpreter off (this module may have turned it on)."""
-    import lra_kit.attention.triton.kernels as interpreted
+class _Recorder:
+    """Stands in for the kernels module: records each launch's constexprs and runs the real kernel."""
 
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
-    spec = importlib.util.spec_from_file_location("lra_kit_triton_kernels_compiled", interpreted.__file__)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    def __init__(self, real):
+        self.real, self.launches = real, []
 
+    def __getattr__(self, name):
+        kernel = getattr(self.real, name)
+        recorder = self
 
-def _compile_for_hopper(kernel, input_dtype: str, **constexprs):
-    """Compile a kernel to a cubin for sm_90 without a GPU (Triton ships its NVIDIA backend and ptxas):
-    catches what the interpreter forgives — types, scoping, layouts — before any GPU run."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+        class Launch:
+            def __getitem__(self, grid):
+                def run(*args, **kwargs):
+                    recorder.launches.append((name, kwargs))
+                    return kernel[grid](*args, **kwargs)
+                return run
 
-    if "nvidia" not in triton.backends.backends:
-        pytest.skip("this Triton has no NVIDIA backend")
-    io = {"x_ptr", "y_ptr", "z_ptr", "out_ptr"}
-    signature = {}
-    for name in kernel.arg_names:
-        if name in constexprs:
-            signature[name] = "constexpr"
-        elif name.endswith("_ptr"):
-            signature[name] = f"*{input_dtype}" if name in io else "*fp32"
-        else:
-            signature[name] = "fp32" if name == "beta" else "i32"
-    num_warps = constexprs.pop("num_warps", 4)
-    return triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": num_warps})
+        return Launch()
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_states_kernel_compiles_for_sm90(reverse, monkeypatch):
-    kernels = _compiled_kernels(monkeypatch)
-    compiled = _compile_for_hopper(kernels.chunk_states_kernel, "bf16", C=64, BX=32, BY=32, REVERSE=reverse,
-                                   HAS_INIT=True, STORE_LAST=True, USE_D=True, PRECISION="tf32")
-    assert "chunk_states_kernel" in compiled.asm["ptx"]
+def _recorded_launches(monkeypatch, fn):
+    recorders = []
+
+    def record(tensor):
+        recorders.append(_Recorder(gpu.kernels_for(tensor)))
+        return recorders[-1]
+
+    monkeypatch.setattr(host, "kernels_for", record)
+    fn()
+    return [launch for r in recorders for launch in r.launches]
 
 
-@pytest.mark.parametrize("reverse, use_d, dtype", [(False, False, "bf16"), (False, True, "fp32"),
-                                                   (True, True, "bf16")])
-def test_output_kernel_compiles_for_sm90(reverse, use_d, dtype, monkeypatch):
-    from lra_kit.attention.triton.causal_product import output_warps
+def test_beta_zero_stores_no_decayed_state(monkeypatch):
+    """At β = 0 no kernel carries or stores d (it never reaches an output); the final d is k_N v_Nᵀ, formed on
+    the host, and the gradients still match the recurrence."""
+    q, k, v, g = inputs(37, seed=10)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref_out, _, ref_d = heavy_ball(*leaves, 0.0)
+    ref_grads = torch.autograd.grad((ref_out * g).sum() + ref_d.sum(), leaves)
+    dev = on_device(q, k, v)
+    result = {}
 
-    kernels = _compiled_kernels(monkeypatch)
-    compiled = _compile_for_hopper(kernels.chunk_output_kernel, dtype, C=64, BX=64, BZ=64, REVERSE=reverse, USE_D=use_d,
-                                   PRECISION="tf32" if dtype == "bf16" else "ieee", num_warps=output_warps(64, 64))
-    assert "chunk_output_kernel" in compiled.asm["ptx"]
+    def run():
+        out, (s, d) = triton_causal_product(*dev, 0.0, None, True, chunk_size=CHUNK)
+        result["d"] = d
+        result["grads"] = torch.autograd.grad((out * g.to(out)).sum() + d.sum(), dev)
+
+    launches = _recorded_launches(monkeypatch, run)
+    assert launches and all(not kw["USE_D"] for _, kw in launches)
+    assert rel_rms(result["d"], ref_d) < 1e-6
+    for name, a, b in zip("qkv", result["grads"], ref_grads, strict=True):
+        assert rel_rms(a, b) < 1e-5, name
+
+
+def test_wide_feature_maps_use_64_wide_tiles(monkeypatch):
+    """Performer at dim 64 has 267 features: the output kernel walks them 64 at a time (a 512-wide tile needs
+    ~288 KB of shared memory on sm_90, which allows ~227 KB), and the result is still the recurrence's."""
+    assert host.launch_blocks(267, 64) == (64, 64)
+    assert host.launch_blocks(267, 65) == (64, 64)
+    q, k, v, g = inputs(20, D=267, M=8, H=1, seed=11)
+    ref = heavy_ball(q, k, v, 0.6)[0]
+    dev = on_device(q, k, v)
+    result = {}
+
+    def run():
+        result["out"] = triton_causal_product(*dev, 0.6, chunk_size=CHUNK)
+
+    launches = _recorded_launches(monkeypatch, run)
+    widths = [kw[b] for _, kw in launches for b in ("BX", "BY", "BZ") if b in kw]
+    assert max(widths) <= host.MAX_BLOCK
+    assert rel_rms(result["out"], ref) < 1e-6
+
+
+def test_lag_tables_are_copied_once_per_device():
+    """A copy to the GPU is a blocking host transfer: the tables are made once per (β, C, device), not per call."""
+    first = host.lag_tables(0.6, 64, torch.device(DEVICE))
+    again = host.lag_tables(0.6, 64, torch.device(DEVICE))
+    assert first[0] is again[0] and first[1] is again[1]
+
+
+def test_dot_operand_types():
+    """16-bit inputs multiply in their own type (tensor cores) with float32 sums read as TF32; float32 inputs use
+    tf32x3 (about float32's accuracy on tensor cores, without ieee's per-thread stack)."""
+    assert host.dot_types(torch.bfloat16) == ("bf16", "fp32", "tf32")
+    assert host.dot_types(torch.float16) == ("fp16", "fp32", "tf32")
+    assert host.dot_types(torch.float32).precision == "tf32x3"
+
+
+def test_float32_numerator_on_request():
+    """out_dtype=float32 keeps an unnormalised float16 product finite where float16 storage overflows."""
+    N = 700
+    gen = torch.Generator().manual_seed(12)
+    q, k = (torch.rand(1, 1, N, 16, generator=gen) * 4 + 2 for _ in range(2))
+    v = torch.rand(1, 1, N, 4, generator=gen)
+    ref = heavy_ball(*(t.half().double() for t in (q, k, v)), 0.0)[0]
+    half = [t.to(DEVICE, torch.float16) for t in (q, k, v)]
+    assert not torch.isfinite(triton_causal_product(*half, 0.0, chunk_size=CHUNK)).all()  # > 65504: why it matters
+    out = triton_causal_product(*half, 0.0, chunk_size=CHUNK, out_dtype=torch.float32)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+    assert rel_rms(out, ref) < 1e-3
 
 
 def test_positive_coefficients_keep_float32_accurate_where_a_composed_difference_does_not():

@@ -54,3 +54,62 @@ def test_causal_product_dispatches(monkeypatch):
     torch.testing.assert_close(out_t, out, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(state_t.s, state.s, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(state_t.d, state.d, rtol=1e-4, atol=1e-4)
+
+
+def test_float16_attention_stays_finite_on_the_triton_path(monkeypatch):
+    """The unnormalised numerator outgrows float16 (here ~1e5 by position 700): the attention keeps it in float32,
+    so the float16 output is as finite, and as close to float64, as the PyTorch path's."""
+    gen = torch.Generator().manual_seed(5)
+    q, k = (torch.rand(1, 1, 700, 16, generator=gen) * 4 + 1 for _ in range(2))
+    v = torch.rand(1, 1, 700, 4, generator=gen)
+    ref = linear_attention(*(t.half().double() for t in (q, k, v)), causal=True)
+    half = [t.half() for t in (q, k, v)]
+    monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+    out = linear_attention(*half, causal=True)
+    mom = momentum_attention(*half, beta=0.9, gamma=1.0, causal=True)
+    assert out.dtype == torch.float16 and torch.isfinite(out).all() and torch.isfinite(mom).all()
+    torch.testing.assert_close(out.double(), ref, rtol=2e-3, atol=2e-3)
+
+
+def test_disabled_runs_the_pytorch_path(monkeypatch):
+    """``disabled()`` is how a reference is computed beside the kernels: no Triton call inside it."""
+    from lra_kit.attention import triton as gpu
+
+    q, k, v, _ = _inputs(2)
+    monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Triton path was called inside disabled()")
+
+    monkeypatch.setattr(gpu, "triton_causal_product", refuse)
+    with gpu.disabled():
+        assert not gpu.available(q)
+        linear_attention(q, k, v, causal=True)
+        causal_product(q.abs(), k.abs(), v, beta=0.6)
+    assert gpu.available(q)
+    with pytest.raises(AssertionError, match="disabled"):
+        linear_attention(q, k, v, causal=True)
+
+
+def test_interpreted_kernels_run_after_compiled_ones_were_imported(tmp_path):
+    """A process that imported the compiled kernels first (as a GPU test session does) can still run the
+    interpreter on CPU tensors: the kernels are chosen per tensor, not bound at first import."""
+    import subprocess
+    import sys
+
+    code = """
+import os, torch
+os.environ.pop("TRITON_INTERPRET", None)
+import lra_kit.attention.triton.kernels  # compiled bindings, as after a compiled-kernel test
+from lra_kit.attention import linear_attention
+from lra_kit.attention import triton as gpu
+q, k, v = (torch.randn(1, 1, 40, 8) for _ in range(3))
+with gpu.disabled():
+    ref = linear_attention(q, k, v, causal=True)
+os.environ["LRA_KIT_TRITON"] = "interpret"
+torch.testing.assert_close(linear_attention(q, k, v, causal=True), ref, rtol=1e-4, atol=1e-5)
+print("ok")
+"""
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("TRITON_INTERPRET", "LRA_KIT_TRITON")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]

@@ -38,6 +38,7 @@ from lra_kit.attention.causal_product import (
     compute_dtype,
     prefix_sum,
     segments,
+    without_autocast,
 )
 
 
@@ -73,6 +74,7 @@ class CausalKernelAttention(torch.autograd.Function):
     """out = γ·CausalProduct(φ(q), φ(k), v) / normaliser, forward and backward segment by segment (module docstring)."""
 
     @staticmethod
+    @without_autocast
     def forward(ctx, q, k, v, keep, s0, d0, z0, phi, beta, gamma, eps, chunk_size, final, keep_d):
         dtype = compute_dtype(q.dtype)
         B, H, N, _ = q.shape
@@ -100,6 +102,7 @@ class CausalKernelAttention(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @without_autocast
     def backward(ctx, grad, *grad_final):
         q, k, v, keep, out = ctx.saved_tensors
         needs = ctx.needs_input_grad
@@ -219,12 +222,15 @@ def _triton_kernel_attention(q, k, v, phi, *, beta, gamma, eps, chunk_size, keep
         product_state = (s0, torch.zeros_like(s0) if d0 is None else d0)
     # The kernel tiles chunks of a power-of-two size ≥ 16; other sizes fall back to its default.
     size = chunk_size if chunk_size >= 16 and chunk_size & (chunk_size - 1) == 0 else 64
-    numerator, (s, d) = gpu.triton_causal_product(fq.to(q.dtype), fk.to(q.dtype), vv.to(v.dtype), beta,
-                                                  initial_state=product_state, output_final_state=True,
-                                                  chunk_size=size)
+    # The numerator comes back in float32 (``dtype``): unnormalised, it outgrows float16's 65504 within a few
+    # thousand positions (Σ_j (φ(q_i)·φ(k_j)) v_j grows with i), while the normalised output does not.
+    result = gpu.triton_causal_product(fq.to(q.dtype), fk.to(q.dtype), vv.to(v.dtype), beta,
+                                       initial_state=product_state, output_final_state=output_final_state,
+                                       chunk_size=size, out_dtype=dtype)
+    numerator, (s, d) = result if output_final_state else (result, (None, None))
     z0 = None if initial_state is None else initial_state.z
     den, z = _normaliser(fq, fk, z0, chunk_size, eps)
-    out = (gamma * numerator.to(dtype) / den).to(v.dtype)
+    out = (gamma * numerator / den).to(v.dtype)
     if output_final_state:
         return out, KernelState(s, d, z[:, :, -1])
     return out

@@ -36,6 +36,7 @@ Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-m
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -56,6 +57,21 @@ class ProductState(NamedTuple):
 
     s: torch.Tensor
     d: torch.Tensor | None
+
+
+def without_autocast(method):
+    """Run an autograd Function's forward or backward with autocast off. These passes choose their own
+    types (``compute_dtype``: float32 sums for 16-bit inputs); under autocast each product inside would be
+    recast on its own, and the in-place accumulations (``baddbmm_``, ``addcmul_``) would then meet
+    operands of two types and fail."""
+    @functools.wraps(method)
+    def run(ctx, *args):
+        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+        off = torch.autocast(device, enabled=False) if device in ("cpu", "cuda") else contextlib.nullcontext()
+        with off:
+            return method(ctx, *args)
+
+    return run
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -345,6 +361,7 @@ class CausalProduct(torch.autograd.Function):
     """
 
     @staticmethod
+    @without_autocast
     def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):
         dtype = compute_dtype(q.dtype)
         state = None if s0 is None else ProductState(s0, d0)
@@ -358,6 +375,7 @@ class CausalProduct(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @without_autocast
     def backward(ctx, grad, *grad_final):
         q, k, v = ctx.saved_tensors
         dtype = compute_dtype(q.dtype)
@@ -419,9 +437,12 @@ def causal_product(
     if gpu.available(q):  # the Triton kernel on CUDA tensors; this file stays the reference and the CPU path
         size = chunk_size if chunk_size >= 16 and chunk_size & (chunk_size - 1) == 0 else DEFAULT_CHUNK_SIZE
         start = None if s0 is None else (s0, torch.zeros_like(s0) if d0 is None else d0)
-        out, (s, d) = gpu.triton_causal_product(q, k, v, float(beta), initial_state=start, output_final_state=True,
-                                                chunk_size=size)
-        return (out, ProductState(s, None if beta == 0.0 else d)) if final else out
+        result = gpu.triton_causal_product(q, k, v, float(beta), initial_state=start, output_final_state=final,
+                                           chunk_size=size)
+        if not final:
+            return result
+        out, (s, d) = result
+        return out, ProductState(s, None if beta == 0.0 and d0 is None else d)
     result = CausalProduct.apply(q, k, v, float(beta), chunk_size, s0, d0, final)
     if final:
         out, s, d = result

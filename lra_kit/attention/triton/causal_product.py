@@ -27,19 +27,47 @@ already runs at the hardware's rate; it has no Triton kernel here.
 """
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import torch
 
-from lra_kit.attention.causal_product import momentum_lag_weights
-from lra_kit.attention.triton import SUPPORTED_DTYPES
+from lra_kit.attention.causal_product import momentum_lag_weights, without_autocast
+from lra_kit.attention.triton import SUPPORTED_DTYPES, kernels_for
+
 DEFAULT_CHUNK_SIZE = 64
 
 
+@functools.lru_cache(maxsize=64)
 def lag_tables(beta: float, chunk_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """u(x) for x = −1 … C (index x + 1) and βˣ for x = 0 … C, computed in float64, stored in float32."""
+    """u(x) for x = −1 … C (index x + 1) and βˣ for x = 0 … C, computed in float64, stored in float32.
+
+    Cached per (β, C, device): a copy to the GPU is a blocking host transfer, which every forward and
+    backward would otherwise pay (and which CUDA-graph capture forbids). The tables are never written."""
     lags = torch.arange(-1, chunk_size + 1, dtype=torch.float64)
     u = momentum_lag_weights(lags, beta)
     p = torch.tensor([beta**x for x in range(chunk_size + 1)], dtype=torch.float64)
     return u.to(device, torch.float32), p.to(device, torch.float32)
+
+
+class Tiling(NamedTuple):
+    """Tile sizes and warps per input type. Each was compiled for sm_90 with ``ptxas -v`` (the compile guard,
+    :mod:`lra_kit.attention.triton.compile_check`): the largest that fit shared memory without register spills.
+    float32's tf32x3 products hold three TF32 parts of every operand, so its tiles are smaller."""
+
+    max_chunk: int  # largest chunk C (the caller's chunk_size is capped to it)
+    max_block: int  # largest tile of the feature and output widths in chunk_output_kernel
+    state_block: int  # largest state tile of chunk_states_kernel
+    state_warps: int
+
+
+TILING = {
+    torch.bfloat16: Tiling(64, 64, 32, 4),
+    torch.float16: Tiling(64, 64, 32, 4),
+    torch.float32: Tiling(16, 32, 32, 8),
+}
+# Widest tile of any type: a wide feature map (Performer: 267 features) is walked in steps of at most this.
+MAX_BLOCK = max(t.max_block for t in TILING.values())
 
 
 def _block(n: int, cap: int) -> int:
@@ -47,10 +75,48 @@ def _block(n: int, cap: int) -> int:
     return max(16, min(cap, 1 << max(0, n - 1).bit_length()))
 
 
-def output_warps(BX: int, BZ: int) -> int:
-    """Warps of chunk_output_kernel: with 64 × 64 tiles or larger, 4 warps spill registers on sm_90
-    (ptxas -v on the compiled kernel); 8 do not."""
-    return 8 if BX * BZ >= 64 * 64 else 4
+def kernel_chunk(dtype: torch.dtype, chunk_size: int) -> int:
+    """The chunk the kernels use: the caller's (a power of two ≥ 16), capped by the type's tiling."""
+    return min(chunk_size, TILING[dtype].max_chunk)
+
+
+def launch_blocks(dx: int, dz: int, dtype: torch.dtype = torch.bfloat16) -> tuple[int, int]:
+    """(BX, BZ) of chunk_output_kernel for a feature width ``dx`` and an output width ``dz``."""
+    cap = TILING[dtype].max_block
+    return _block(dx, cap), _block(dz, cap)
+
+
+def output_warps(BX: int, BZ: int, dtype: torch.dtype = torch.bfloat16) -> int:
+    """Warps of chunk_output_kernel: 16-bit tiles of 64 × 32 or larger spill registers with 4 warps on sm_90
+    (ptxas -v); 8 do not. float32's tiles (at most 32 × 32, C = 16) fit 4."""
+    if dtype == torch.float32:
+        return 4
+    return 8 if BX * BZ >= 32 * 64 else 4
+
+
+class DotTypes(NamedTuple):
+    """Operand types of the kernels' products (module docstring of :mod:`lra_kit.attention.triton.kernels`)."""
+
+    in_dot: str  # products of two input tiles
+    acc_dot: str  # products with a float32 sum as operand (a state, the weighted scores)
+    precision: str  # input_precision of the float32 products
+
+
+def dot_types(dtype: torch.dtype) -> DotTypes:
+    """bf16/fp16 inputs: tensor-core products of the inputs' own type, float32 accumulation; the float32 sums
+    (states, weighted scores) are read as TF32 — float32's range (they overflow float16) and a 10-bit mantissa
+    (rounding them to bf16 as well doubled the gradients' error; they live in float32 in memory anyway, so
+    this costs no traffic). float32 inputs: tf32x3, about float32's accuracy on tensor cores ("ieee" runs on
+    the CUDA cores with a large per-thread stack)."""
+    if dtype in (torch.bfloat16, torch.float16):
+        return DotTypes("bf16" if dtype == torch.bfloat16 else "fp16", "fp32", "tf32")
+    return DotTypes("fp32", "fp32", "tf32x3")
+
+
+def _tl_dtype(name: str):
+    import triton.language as tl
+
+    return {"bf16": tl.bfloat16, "fp16": tl.float16, "fp32": tl.float32}[name]
 
 
 class _Launch:
@@ -59,112 +125,124 @@ class _Launch:
     def __init__(self, q: torch.Tensor, v: torch.Tensor, beta: float, chunk_size: int):
         self.BH = q.shape[0] * q.shape[1]
         self.N, self.D, self.M = q.shape[2], q.shape[3], v.shape[3]
-        self.C, self.beta = chunk_size, beta
-        self.NC = -(-self.N // chunk_size)
-        self.u, self.p = lag_tables(beta, chunk_size, q.device)
-        # float32 inputs get true float32 products; bf16/fp16 inputs (states still in float32) may use TF32.
-        self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
+        self.dtype = q.dtype
+        self.tiling = TILING[q.dtype]
+        self.C, self.beta = kernel_chunk(q.dtype, chunk_size), beta
+        self.use_d = beta > 0.0  # at β = 0 the decayed state d never reaches an output: not stored
+        self.NC = -(-self.N // self.C)
+        self.u, self.p = lag_tables(beta, self.C, q.device)
+        self.kernels = kernels_for(q)
+        types = dot_types(q.dtype)
+        self.in_dot, self.acc_dot, self.precision = _tl_dtype(types.in_dot), _tl_dtype(types.acc_dot), types.precision
+        # Triton's interpreter cannot multiply bf16 (kernels._dot): there the operands are rounded, not typed.
+        self.round_only = not q.is_cuda and types.in_dot == "bf16"
 
     def flat(self, t: torch.Tensor) -> torch.Tensor:
         return t.reshape(self.BH, self.N, t.shape[-1]).contiguous()
 
-    def states(self, x, y, *, reverse: bool, init=None, use_d: bool, store_last: bool):
-        """Boundary states (BH, NC, DX, DY) of Σ xᵀy, and the state after the last chunk if asked."""
-        from lra_kit.attention.triton.kernels import chunk_states_kernel
-
+    def states(self, x, y, *, reverse: bool, init=None, store_last: bool):
+        """Boundary states (BH, NC, DX, DY) of Σ xᵀy (d only where β > 0), and the state after the last chunk."""
         DX, DY = x.shape[-1], y.shape[-1]
         s = x.new_empty(self.BH, self.NC, DX, DY, dtype=torch.float32)
-        d = torch.empty_like(s) if use_d else s
+        d = torch.empty_like(s) if self.use_d else s  # β = 0: never written (USE_D=False); any pointer will do
         if store_last:
-            s_last, d_last = (torch.empty(self.BH, DX, DY, device=x.device, dtype=torch.float32) for _ in range(2))
+            s_last = torch.empty(self.BH, DX, DY, device=x.device, dtype=torch.float32)
+            d_last = torch.empty_like(s_last) if self.use_d else s_last
         else:  # unused by the kernel; any float32 pointer will do
             s_last = d_last = s
         s_init, d_init = init if init is not None else (s, s)
-        # 32 × 32 state tiles: this pass is sequential over chunks, so its parallelism is BH·(DX/32)·(DY/32).
-        BX, BY = _block(DX, 32), _block(DY, 32)
+        # Small state tiles: this pass is sequential over chunks, so its parallelism is BH·(DX/BX)·(DY/BY).
+        BX, BY = _block(DX, self.tiling.state_block), _block(DY, self.tiling.state_block)
         grid = (self.BH, -(-DX // BX), -(-DY // BY))
-        chunk_states_kernel[grid](
+        self.kernels.chunk_states_kernel[grid](
             x, y, s, d, s_init, d_init, s_last, d_last, self.u, self.p, self.beta,
             self.N, DX, DY, self.NC,
             C=self.C, BX=BX, BY=BY, REVERSE=reverse, HAS_INIT=init is not None, STORE_LAST=store_last,
-            USE_D=use_d, PRECISION=self.precision,
+            USE_D=self.use_d, IN_DOT=self.in_dot, PRECISION=self.precision, ROUND_ONLY=self.round_only,
+            num_warps=self.tiling.state_warps,
         )
         return s, d, (s_last, d_last) if store_last else None
 
-    def output(self, x, y, z, s, d, *, reverse: bool, transpose_state: bool, use_d: bool, out_dtype):
+    def output(self, x, y, z, s, d, *, reverse: bool, transpose_state: bool, out_dtype):
         """The weighted product of chunk_output_kernel; the state is read as (x-dim, z-dim) or transposed."""
-        from lra_kit.attention.triton.kernels import chunk_output_kernel
-
         DX, DZ = x.shape[-1], z.shape[-1]
         out = torch.empty(self.BH, self.N, DZ, device=x.device, dtype=out_dtype)
         bh_stride, chunk_stride, rows, cols = s.stride()
         stride_x, stride_z = (cols, rows) if transpose_state else (rows, cols)
-        BX, BZ = _block(DX, 1 << 30), _block(DZ, 128)  # one column block up to 128 (e.g. [v, 1] of width 65)
+        BX, BZ = launch_blocks(DX, DZ, self.dtype)
         grid = (self.BH, self.NC, -(-DZ // BZ))
-        chunk_output_kernel[grid](
+        self.kernels.chunk_output_kernel[grid](
             x, y, z, s, d, out, self.u, self.p, self.beta,
             self.N, DX, DZ, self.NC, bh_stride, chunk_stride, stride_x, stride_z,
-            C=self.C, BX=BX, BZ=BZ, REVERSE=reverse, USE_D=use_d, PRECISION=self.precision,
-            num_warps=output_warps(BX, BZ),
+            C=self.C, BX=BX, BZ=BZ, REVERSE=reverse, USE_D=self.use_d,
+            IN_DOT=self.in_dot, ACC_DOT=self.acc_dot, PRECISION=self.precision, ROUND_ONLY=self.round_only,
+            num_warps=output_warps(BX, BZ, self.dtype),
         )
         return out
 
 
 class TritonCausalProduct(torch.autograd.Function):
-    """out, (s_T, d_T) = weighted causal product; backward = the adjoint recursion of the module docstring."""
+    """out, s_T (, d_T where β > 0) = weighted causal product; backward = the adjoint recursion of the module
+    docstring. At β = 0 no d state exists here; the caller forms d_T = k_N v_Nᵀ itself."""
 
     @staticmethod
-    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state):
+    @without_autocast
+    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state, out_dtype):
         run = _Launch(q, v, beta, chunk_size)
         qf, kf, vf = run.flat(q), run.flat(k), run.flat(v)
-        init = None if s0 is None else (_flat_state(s0, run), _flat_state(d0, run))
-        use_d = beta > 0.0
-        s, d, last = run.states(kf, vf, reverse=False, init=init, use_d=use_d or output_final_state,
-                                store_last=output_final_state)
-        out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, use_d=use_d, out_dtype=v.dtype)
+        init = None
+        if s0 is not None:
+            s_init = _flat_state(s0, run)
+            init = (s_init, _flat_state(d0, run) if run.use_d else s_init)
+        s, d, last = run.states(kf, vf, reverse=False, init=init, store_last=output_final_state)
+        out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, out_dtype=out_dtype)
         ctx.save_for_backward(q, k, v, *(init or ()))
         ctx.beta, ctx.chunk_size, ctx.has_init = beta, chunk_size, init is not None
         ctx.output_final_state = output_final_state
         ctx.state_dtypes = None if s0 is None else (s0.dtype, d0.dtype)
         ctx.set_materialize_grads(False)  # None, not zeros, for an output the loss does not use
-        out = out.view(v.shape)
+        out = out.view(*v.shape[:3], v.shape[3])
         if not output_final_state:
             return out
         B, H = q.shape[:2]
-        return out, last[0].view(B, H, run.D, run.M), last[1].view(B, H, run.D, run.M)
+        final = [t.view(B, H, run.D, run.M) for t in (last if run.use_d else last[:1])]
+        return (out, *final)
 
     @staticmethod
+    @without_autocast
     def backward(ctx, grad, *grad_final):
         q, k, v, *init = ctx.saved_tensors
-        beta = ctx.beta
-        run = _Launch(q, v, beta, ctx.chunk_size)
+        run = _Launch(q, v, ctx.beta, ctx.chunk_size)
         grad = torch.zeros_like(v) if grad is None else grad
+        # The kernels read ∂out in the inputs' type (its products run in that type anyway).
         qf, kf, vf, gf = run.flat(q), run.flat(k), run.flat(v), run.flat(grad.to(v.dtype))
-        use_d = beta > 0.0
         dq = dk = dv = ds0 = dd0 = None
         if ctx.needs_input_grad[0]:
-            s, d, _ = run.states(kf, vf, reverse=False, init=tuple(init) or None, use_d=use_d, store_last=False)
-            dq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, use_d=use_d, out_dtype=q.dtype)
+            s, d, _ = run.states(kf, vf, reverse=False, init=tuple(init) or None, store_last=False)
+            dq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, out_dtype=q.dtype)
+            del s, d
         needs_init = ctx.has_init and any(ctx.needs_input_grad[3:5])
         if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] or needs_init:
-            adjoint_init, use_final_d = None, False
+            adjoint_init = None
+            grad_final = list(grad_final) + [None] * (2 - len(grad_final))
+            if not run.use_d:
+                grad_final[1] = None
             if ctx.output_final_state and any(g is not None for g in grad_final):
                 ds_T, dd_T = (torch.zeros(run.BH, run.D, run.M, device=q.device) if g is None
                               else g.reshape(run.BH, run.D, run.M).float().contiguous() for g in grad_final)
-                adjoint_init, use_final_d = (ds_T, dd_T), grad_final[1] is not None
-            use_adj_d = use_d or use_final_d
-            s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, use_d=use_adj_d, store_last=needs_init)
+                adjoint_init = (ds_T, dd_T if run.use_d else ds_T)
+            s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, store_last=needs_init)
             if ctx.needs_input_grad[1]:
-                dk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, use_d=use_adj_d,
-                                out_dtype=k.dtype)
+                dk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, out_dtype=k.dtype)
             if ctx.needs_input_grad[2]:
-                dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, use_d=use_adj_d,
-                                out_dtype=v.dtype)
+                dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, out_dtype=v.dtype)
             if needs_init:
                 B, H = q.shape[:2]
                 ds0 = first[0].view(B, H, run.D, run.M).to(ctx.state_dtypes[0])
-                dd0 = first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1])
-        return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None
+                # β = 0: the initial d reaches no output and no final state (β^N = 0)
+                dd0 = (first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1]) if run.use_d
+                       else torch.zeros_like(ds0, dtype=ctx.state_dtypes[1]))
+        return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None, None
 
 
 def _as(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
@@ -216,18 +294,28 @@ def triton_causal_product(
     output_final_state: bool = False,
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
     """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j (+ q_i·(s + β·u(i)·d) from ``initial_state=(s, d)``), in Triton.
 
     ``q, k`` are feature-mapped (batch, heads, length, dim), ``v`` is (batch, heads, length, dim_v);
-    float32, bfloat16 or float16, states accumulated in float32. Returns ``out`` (dtype of ``v``),
+    float32, bfloat16 or float16, states accumulated in float32. Returns ``out`` (dtype ``out_dtype``, default
+    that of ``v``; an unnormalised numerator in float16 overflows within a few thousand positions, so the
+    attention asks for float32),
     or ``(out, (s, d))`` with the float32 final state when ``output_final_state``. Differentiable in
     q, k, v, the initial state and the final state; O(length) memory.
     """
     _check(q, k, v, beta, initial_state, chunk_size)
     s0, d0 = initial_state if initial_state is not None else (None, None)
-    result = TritonCausalProduct.apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state))
-    if output_final_state:
+    out_dtype = v.dtype if out_dtype is None else out_dtype
+    if out_dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"out_dtype must be float32, bfloat16 or float16, got {out_dtype}")
+    result = TritonCausalProduct.apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state), out_dtype)
+    if not output_final_state:
+        return result
+    if beta > 0.0:
         out, s, d = result
-        return out, (s, d)
-    return result
+    else:  # β = 0: d_N = Σ_j 0^{N−1−j} k_j v_jᵀ is the newest k vᵀ alone (module docstring); formed here, not stored
+        out, s = result
+        d = k[:, :, -1, :, None].float() * v[:, :, -1, None, :].float()
+    return out, (s, d)
