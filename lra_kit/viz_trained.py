@@ -121,6 +121,20 @@ def layer_betas(model: CausalLM, ids: torch.Tensor) -> list[float]:
     return betas
 
 
+def layer_update_ratios(model: CausalLM, ids: torch.Tensor) -> torch.Tensor:
+    """Eq. 18's ratio r = ‖V̂_ℓ − V̂_{ℓ−1}‖/‖V̂_{ℓ−1}‖ per token (over the features) for layers 2 … L of
+    ``model`` on ``ids``, from the updates its layers actually pass to the connection: (layers − 1, batch, N)."""
+    updates, hooks = [], []
+    for layer in model.encoder.layers:
+        def record(_m, args, out):
+            updates.append(args[1].detach().double())
+        hooks.append(_Hook(layer, record))
+    _forward_with_hooks(model, ids, hooks)
+    ratios = [torch.linalg.vector_norm(now - before, dim=-1) / torch.linalg.vector_norm(before, dim=-1)
+              for before, now in zip(updates, updates[1:])]
+    return torch.stack(ratios)
+
+
 def _forward_with_hooks(model: CausalLM, ids: torch.Tensor, hooks: list) -> None:
     """One no-grad forward pass of ``model`` on ``ids`` with ``hooks`` attached, removed afterwards in any case."""
     try:
