@@ -22,6 +22,7 @@ import itertools
 import json
 import math
 import uuid
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
@@ -275,6 +276,29 @@ def draw_momentum_frame(fig, *, beta: float, gamma: float, q, k, max_lag: int = 
 
 
 # --- measuring on the reader's machine ------------------------------------------------------------
+
+def results_dir() -> Path | None:
+    """The repository's committed ``results/`` folder, where the recorded runs are.
+
+    ``$LRA_KIT_RESULTS`` if set; else the first ``results/`` folder at or above the working directory
+    (a chapter run inside a clone); else None (a chapter downloaded as ``.ipynb`` and run elsewhere: it
+    then says where the runs are, see :func:`results_hint`). Pages print paths relative to the repository,
+    never this absolute path.
+    """
+    import os
+
+    env = os.environ.get("LRA_KIT_RESULTS")
+    if env:
+        return Path(env)
+    return next((p / "results" for p in (Path.cwd(), *Path.cwd().parents) if (p / "results").is_dir()), None)
+
+
+def results_hint(what: str = "the recorded runs") -> str:
+    """One line for a page that cannot find ``results/``: where the runs are and how to point at them."""
+    return (f"{what} are committed in the lra_kit repository under results/; this notebook runs outside a "
+            "clone. Clone the repository and open the notebook there, or set LRA_KIT_RESULTS to the path of "
+            "its results/ folder, then re-run.")
+
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x: the measured exponent p in y ∝ xᵖ."""
