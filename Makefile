@@ -17,7 +17,7 @@ ifdef LRA_KIT_DATA
 export LRA_KIT_DATA
 endif
 
-.PHONY: book test nbval venv bench clean test-browser
+.PHONY: book test nbval venv bench clean test-browser gpu-check data
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,15 @@ test: $(VENV)/.test
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest tests
 	$(MAKE) --no-print-directory nbval
 
+## make data: the datasets the notebooks read (MNIST 11 MB, IMDB 84 MB), fetched into $$LRA_KIT_DATA (default
+## ~/.cache/lra_kit) unless present there (official files or the offline copies); offline (or LRA_KIT_FETCH=0) it
+## says what is missing within seconds and the pages that need it show a notice. Never fails for a missing dataset.
+BOOK_DATA ?= mnist imdb
+data: $(VENV)/.test
+	$(PY) -m lra_kit data ensure $(BOOK_DATA)
+
 ## make nbval: every text notebook, converted with jupytext, run by `pytest --nbval-lax` at smoke scale
-nbval: $(VENV)/.test
+nbval: $(VENV)/.test data
 	rm -rf $(NBVAL_DIR)
 	mkdir -p $(NBVAL_DIR)/book $(NBVAL_DIR)/notebooks
 	# mirror the layout with links, so that a notebook's relative paths (its own .md, ../results,
@@ -64,7 +71,7 @@ nbval: $(VENV)/.test
 ## make book: execute every chapter at book scale and build the HTML; warnings are errors (-W),
 ## references are checked (-n), a failing cell fails the build (_config.yml: raise_on_error);
 ## --all re-reads every page, so every chapter re-executes even when only lra_kit changed
-book: $(VENV)/.book
+book: $(VENV)/.book data
 	@start=$$(date +%s); \
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --all -W -n --keep-going || exit $$?; \
 	echo "Book built in $$(( $$(date +%s) - start )) s at LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK)."; \
@@ -85,6 +92,11 @@ test-browser: $(VENV)/.book
 
 bench: $(VENV)/.test
 	$(PY) -m lra_kit.bench.attention
+
+## make gpu-check OUT=DIR: the GPU campaign (docs/gpu.md), steps of <= 8 min, JSON into DIR; needs a CUDA device
+OUT ?= results/gpu-check
+gpu-check: $(VENV)/.test
+	$(PY) -m lra_kit.bench.gpu_check --out $(OUT)
 
 clean:
 	rm -rf _build .jupyter_cache .pytest_cache $(NBVAL_DIR)

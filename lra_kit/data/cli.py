@@ -1,4 +1,4 @@
-"""``lra-kit data ...``: ``stats TASK``, ``fetch NAME``, ``generate {listops,pathfinder} --out DIR``.
+"""``lra-kit data ...``: ``stats``, ``fetch``, ``ensure`` (what the book needs), ``generate {listops,pathfinder}``.
 
 Registered by ``lra_kit/cli.py`` through ``add_parser(subparsers)``; each sub-command
 sets ``func(args) -> int``.
@@ -49,6 +49,19 @@ def _fetch(args) -> int:
     return 0
 
 
+def _ensure(args) -> int:
+    from lra_kit.data.store.ensure import ensure
+    from lra_kit.data.store.paths import DATA_ENV
+
+    for status in ensure(args.names, timeout=args.timeout, allow_fetch=False if args.offline else None):
+        if status.state == "missing":
+            print(f"[lra-kit] {status.name}: not available ({status.detail}); the cells that need it show a notice "
+                  f"instead. Fetch it later with `lra-kit data fetch {status.name}`, or set {DATA_ENV}.")
+        else:
+            print(f"[lra-kit] {status.name}: {status.state}")
+    return 0
+
+
 def _generate(args) -> int:
     out = Path(args.out)
     if args.what == "listops":
@@ -91,6 +104,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="recompute the sha256 of files already present (finds a file altered without a change "
                             "of size or time); a mismatch is downloaded again")
     fetch.set_defaults(func=_fetch)
+
+    ensure = commands.add_parser(
+        "ensure", help="fetch what is missing of NAMES if a source answers; never fails for a missing dataset",
+        description="What `make book` and `make test` run first: each dataset present (official files or an "
+                    "offline copy, checksum-verified) is kept; a missing one is fetched when a source answers "
+                    "within --timeout seconds and fetching is on (LRA_KIT_FETCH=0 turns it off); otherwise it "
+                    "is reported and the pages that need it show a notice. Exit status 0 either way.")
+    ensure.add_argument("names", nargs="+", choices=fetch_names(), metavar="NAME",
+                        help=f"one or more of {', '.join(fetch_names())}")
+    ensure.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a source (default 10)")
+    ensure.add_argument("--offline", action="store_true", help="never download (same as LRA_KIT_FETCH=0)")
+    ensure.set_defaults(func=_ensure)
 
     generate = commands.add_parser("generate", help="write a generated set in the official LRA layout")
     generate.add_argument("what", choices=("listops", "pathfinder"))

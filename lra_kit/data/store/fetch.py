@@ -25,14 +25,14 @@ from lra_kit.data.store.sources import BUNDLES, DataFile, fetch_command
 _BLOCK = 1 << 16
 
 
-def _download(url: str, part: Path, size: int | None) -> None:
+def _download(url: str, part: Path, size: int | None, timeout: float = 60.0) -> None:
     start = part.stat().st_size if part.exists() else 0
     if size is not None and start >= size:
         return
     request = urllib.request.Request(url, headers={"User-Agent": "lra_kit"})
     if start:
         request.add_header("Range", f"bytes={start}-")
-    with urllib.request.urlopen(request, timeout=60) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         resumed = start and response.status == 206
         if not resumed:
             start = 0  # the server ignored the Range request: start over
@@ -45,10 +45,12 @@ def _download(url: str, part: Path, size: int | None) -> None:
                 bar.update(len(block))
 
 
-def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "", recheck: bool = False) -> Path:
+def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "", recheck: bool = False,
+               timeout: float = 60.0) -> Path:
     """Download one file into ``root`` (default ``data_dir()``) unless it is already there and valid.
 
-    ``recheck`` hashes a present file even if it was verified before with the same size and time.
+    ``recheck`` hashes a present file even if it was verified before with the same size and time;
+    ``timeout`` bounds the connection and each read, in seconds.
     """
     root = data_dir() if root is None else Path(root)
     target = root / entry.relpath
@@ -64,7 +66,7 @@ def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "", rec
     errors = []
     for url in entry.urls:
         try:
-            _download(url, part, entry.size)
+            _download(url, part, entry.size, timeout)
             break
         except (urllib.error.URLError, OSError) as err:
             errors.append(f"{url}: {err}")
@@ -82,10 +84,11 @@ def fetch_file(entry: DataFile, *, root: Path | None = None, name: str = "", rec
     return target
 
 
-def fetch(name: str, *, root: Path | None = None, verify: bool = False) -> list[Path]:
+def fetch(name: str, *, root: Path | None = None, verify: bool = False, timeout: float = 60.0) -> list[Path]:
     """Fetch bundle ``name`` (see ``sources.BUNDLES``) and unpack it if it is an archive to unpack.
 
-    ``verify=True`` recomputes the sha256 of files already present (a mismatch is downloaded again).
+    ``verify=True`` recomputes the sha256 of files already present (a mismatch is downloaded again);
+    ``timeout`` bounds the connection and each read of a download, in seconds.
     """
     if name not in BUNDLES:
         raise ValueError(f"name must be one of {tuple(BUNDLES)}, got {name!r}")
@@ -93,7 +96,7 @@ def fetch(name: str, *, root: Path | None = None, verify: bool = False) -> list[
         raise TypeError(f"verify must be a bool, got {verify!r}")
     bundle = BUNDLES[name]
     root = data_dir() if root is None else Path(root)
-    paths = [fetch_file(entry, root=root, name=name, recheck=verify) for entry in bundle.files]
+    paths = [fetch_file(entry, root=root, name=name, recheck=verify, timeout=timeout) for entry in bundle.files]
     if bundle.extract_to is not None:
         dest = root / bundle.extract_to
         done = dest / ".extracted"
