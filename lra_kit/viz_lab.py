@@ -1,0 +1,59 @@
+"""``python -m lra_kit.viz_lab``: open the book's chapters in JupyterLab as notebooks, in one command.
+
+The chapters are MyST text notebooks (``book/*.md``, ``notebooks/*.md``). With jupytext installed (it comes
+with ``lra_kit[book]``, as does JupyterLab) JupyterLab can open them as notebooks; this command makes that
+the default for Markdown files *of this session only* — the setting is written to a settings folder inside
+the repository (``.jupyter-lab-settings/``, git-ignored by its own ``.gitignore``), never to your own
+JupyterLab settings — and starts JupyterLab at the book's introduction. Run it from a clone, in the
+environment that ``make book`` creates::
+
+    .venv/bin/python -m lra_kit.viz_lab            # or: make book first, if .venv does not exist yet
+
+Cells run against the installed ``lra_kit``; the momentum chapters' live ipywidgets sliders recompute
+on every move there. Extra arguments are passed to ``jupyter lab`` (e.g. ``--no-browser``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+VIEWERS = {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+
+
+def settings_dir(root: Path) -> Path:
+    """A repository-local JupyterLab user-settings folder whose only setting is: Markdown opens as a notebook."""
+    folder = root / ".jupyter-lab-settings"
+    target = folder / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"defaultViewers": VIEWERS}, indent=2))
+    (folder / ".gitignore").write_text("*\n")
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    root = Path.cwd()
+    while not (root / "_toc.yml").exists():
+        if root.parent == root:
+            print("lra_kit.viz_lab: run it from the lra_kit repository (no _toc.yml here or above)", file=sys.stderr)
+            return 2
+        root = root.parent
+    lab = shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-lab")
+    try:
+        import jupytext  # noqa: F401
+    except ImportError:
+        lab = None
+    if lab is None:
+        print("lra_kit.viz_lab: JupyterLab and jupytext are not installed here; "
+              f"run: {sys.executable} -m pip install -e '.[book]'", file=sys.stderr)
+        return 2
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir(root)))
+    return subprocess.call([lab, f"--notebook-dir={root}", "book/intro.md", *argv], cwd=root, env=env)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
