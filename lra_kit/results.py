@@ -66,3 +66,47 @@ def write_results(record: dict, path: str) -> str:
 def read_results(path: str) -> dict:
     with open(path) as f:
         return json.load(f)
+
+
+def seed_records(folder: str, stem: str) -> list[dict]:
+    """Every recorded seed of one run, sorted by seed: ``FOLDER/STEM.json`` (seed 0) and ``FOLDER/STEM-seedN.json``
+    (the names :attr:`lra_kit.train.configs.ExperimentConfig.name` gives), each checked to hold the seed its
+    name says."""
+    import glob
+    import re
+
+    found = []
+    seeds = glob.glob(os.path.join(folder, glob.escape(stem) + "-seed*.json"))
+    for path in [os.path.join(folder, f"{stem}.json"), *seeds]:
+        match = re.fullmatch(re.escape(stem) + r"(?:-seed(\d+))?\.json", os.path.basename(path))
+        if match is None or not os.path.exists(path):
+            continue
+        record = read_results(path)
+        named = int(match.group(1) or 0)
+        if record["seed"] != named:
+            raise ValueError(f"{path} is named for seed {named} but holds seed {record['seed']}")
+        found.append(record)
+    return sorted(found, key=lambda r: r["seed"])
+
+
+def spread(values) -> dict:
+    """``{"mean", "min", "max", "n"}`` of a few seeds' values (``None`` values, e.g. a threshold never reached,
+    are counted in ``n`` but not in the mean; ``missed`` says how many)."""
+    values = list(values)
+    have = [float(v) for v in values if v is not None]
+    if not values:
+        raise ValueError("spread of no values")
+    mean = sum(have) / len(have) if have else float("nan")
+    return {"mean": mean, "min": min(have, default=float("nan")), "max": max(have, default=float("nan")),
+            "n": len(values), "missed": len(values) - len(have)}
+
+
+def steps_to_loss(curve: list[dict], level: float, width: int = 5) -> int | None:
+    """The first logged step at which the running mean of the last ``width`` training losses of ``curve`` (the
+    ``curves["train"]`` of a record) is at or below ``level``; ``None`` if it never is."""
+    losses = [p["loss"] for p in curve]
+    for i, point in enumerate(curve):
+        window = losses[max(0, i - width + 1): i + 1]
+        if sum(window) / len(window) <= level:
+            return point["step"]
+    return None
