@@ -1,4 +1,4 @@
-"""``lra-kit export-web`` and the web runtime (``_static/web/runtime.js``) against lra_kit's own model.
+"""``lra-kit export-web`` and the web runtime (``_static/web/runtime.mjs``) against lra_kit's own model.
 
 The export is checked in Python (round trip, provenance, refusals); then the same models, and the
 models shipped with the book (``_static/web/models``), are run by the JavaScript runtime under
@@ -77,10 +77,10 @@ def test_export_round_trip(exported, attention):
     assert prov["test_bits_per_dim"] == 7.5 + ATTENTIONS.index(attention)
     assert "/" not in prov["run"], "provenance must not hold a path of the machine"
     # the classic-script copy holds the same bytes as the binary
-    script = path.with_suffix(".js").read_text()
+    script = path.with_suffix(".mjs").read_text()
     encoded = re.search(r'weights: "([A-Za-z0-9+/=]+)"', script).group(1)
     assert base64.b64decode(encoded) == path.with_suffix(".bin").read_bytes()
-    for suffix in (".json", ".bin", ".js"):
+    for suffix in (".json", ".bin", ".mjs"):
         assert path.with_suffix(suffix).stat().st_size < 2_000_000
 
 

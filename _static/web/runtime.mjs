@@ -1,12 +1,13 @@
 // lra-kit web runtime: a trained pixel model of lra_kit, run one pixel at a time in plain JavaScript.
 //
-// No framework, no bundler, no network. One file that works as a classic <script> (it defines
-// globalThis.LraWeb; a page opened from disk may load classic scripts but not ES modules) and as a
-// CommonJS module under Node (`require`), which is how the tests load it.
+// No framework, no bundler, no network. One file that runs as a classic <script> (a page opened
+// from disk may load classic scripts but not ES modules) and defines globalThis.LraWeb; Node imports
+// it the same way (tests/js). Named .mjs because Jupyter Book 1.x adds every *.js under _static to
+// the head of every page of the book; this file belongs to one page.
 //
 // It computes what lra_kit.models.CausalLM computes (lra_kit/models/causal_lm.py, layers.py,
 // embeddings.py; lra_kit/attention/modules.py, linear.py, momentum.py), on the weights that
-// `lra-kit export-web` writes (lra_kit/web/export.py):
+// `lra-kit export-web` writes (lra_kit/web/export.py; the page loads its NAME.mjs scripts):
 //
 //   embedding   token table + position (learned, sinusoidal added, or the sinusoids concatenated)
 //   layer       pre-LN:  h = x + Attn(LN1(x)),  out = h + FFN(LN2(h))
@@ -133,6 +134,14 @@
       this.act = ACTIVATIONS[c.activation];
       if (!this.act) throw new Error(`model.activation: ${c.activation} has no web runtime`);
       this.dTok = c.position === "sinusoidal_concat" ? Math.floor(this.d / 2) : this.d;
+      this.W = [];
+      for (let l = 0; l < this.L; l++) {
+        const p = `encoder.layers.${l}.`, g = (n) => this.tensor(p + n);
+        this.W.push({ Wq: g("attn.W_q.weight"), bq: g("attn.W_q.bias"), Wk: g("attn.W_k.weight"), bk: g("attn.W_k.bias"),
+          Wv: g("attn.W_v.weight"), bv: g("attn.W_v.bias"), Wo: g("attn.W_o.weight"), bo: g("attn.W_o.bias"),
+          n1w: g("norm1.weight"), n1b: g("norm1.bias"), n2w: g("norm2.weight"), n2b: g("norm2.bias"),
+          f1w: g("ff.0.weight"), f1b: g("ff.0.bias"), f2w: g("ff.3.weight"), f2b: g("ff.3.bias") });
+      }
     }
 
     get methods() { return METHODS[this.cfg.attention].slice(); }
@@ -199,11 +208,10 @@
 
     // The attention of layer l for one position: x (d) → V̂ (d), updating the layer's state.
     attend(l, a, st, method) {
-      const p = `encoder.layers.${l}.attn.`;
-      const H = this.H, D = this.D, inner = this.inner;
-      const q = linear(this.tensor(p + "W_q.weight"), this.tensor(p + "W_q.bias"), a, inner, this.d);
-      const k = linear(this.tensor(p + "W_k.weight"), this.tensor(p + "W_k.bias"), a, inner, this.d);
-      const v = linear(this.tensor(p + "W_v.weight"), this.tensor(p + "W_v.bias"), a, inner, this.d);
+      const W = this.W[l], H = this.H, D = this.D, inner = this.inner;
+      const q = linear(W.Wq, W.bq, a, inner, this.d);
+      const k = linear(W.Wk, W.bk, a, inner, this.d);
+      const v = linear(W.Wv, W.bv, a, inner, this.d);
       const out = new Float32Array(inner);
       if (method === "recurrent") {
         const mom = this.cfg.attention === "momentum", beta = this.beta, gamma = this.gamma;
@@ -238,44 +246,44 @@
         st.k.set(k, n * inner);
         st.v.set(v, n * inner);
         st.n = n + 1;
-        const scale = 1 / Math.sqrt(D), scores = new Float64Array(n + 1);
+        const scale = 1 / Math.sqrt(D), scores = new Float64Array(n + 1), acc = new Float64Array(D);
+        const K = st.k, V = st.v;
         for (let h = 0; h < H; h++) {
           const o = h * D;
           let m = -Infinity;
           for (let j = 0; j <= n; j++) {
             let s = 0;
             const kj = j * inner + o;
-            for (let i = 0; i < D; i++) s += q[o + i] * st.k[kj + i];
+            for (let i = 0; i < D; i++) s += q[o + i] * K[kj + i];
             s *= scale;
             scores[j] = s;
             if (s > m) m = s;
           }
           let total = 0;
-          for (let j = 0; j <= n; j++) { scores[j] = Math.exp(scores[j] - m); total += scores[j]; }
-          for (let i = 0; i < D; i++) {
-            let acc = 0;
-            for (let j = 0; j <= n; j++) acc += scores[j] * st.v[j * inner + o + i];
-            out[o + i] = acc / total;
+          acc.fill(0);
+          for (let j = 0; j <= n; j++) {
+            const w = Math.exp(scores[j] - m), vj = j * inner + o;
+            total += w;
+            for (let i = 0; i < D; i++) acc[i] += w * V[vj + i];
           }
+          for (let i = 0; i < D; i++) out[o + i] = acc[i] / total;
         }
       }
-      return linear(this.tensor(p + "W_o.weight"), this.tensor(p + "W_o.bias"), out, this.d, inner);
+      return linear(W.Wo, W.bo, out, this.d, inner);
     }
 
     ffn(l, x) {
-      const p = `encoder.layers.${l}.ff.`, f = this.cfg.d_ff;
-      const hid = linear(this.tensor(p + "0.weight"), this.tensor(p + "0.bias"), x, f, this.d);
+      const W = this.W[l], f = this.cfg.d_ff;
+      const hid = linear(W.f1w, W.f1b, x, f, this.d);
       for (let i = 0; i < f; i++) hid[i] = this.act(hid[i]);
-      return linear(this.tensor(p + "3.weight"), this.tensor(p + "3.bias"), hid, this.d, f);
+      return linear(W.f2w, W.f2b, hid, this.d, f);
     }
 
     // One position through every layer (TransformerLayer.step / Encoder.step), then the final LN.
     layersStep(x, layers, method) {
       const d = this.d, eps = this.lnEps;
       for (let l = 0; l < this.L; l++) {
-        const p = `encoder.layers.${l}.`;
-        const n1w = this.tensor(p + "norm1.weight"), n1b = this.tensor(p + "norm1.bias");
-        const n2w = this.tensor(p + "norm2.weight"), n2b = this.tensor(p + "norm2.bias");
+        const { n1w, n1b, n2w, n2b } = this.W[l];
         const pre = this.cfg.norm === "pre";
         const vhat = this.attend(l, pre ? layerNorm(x, n1w, n1b, eps) : x, layers[l], method);
         let h = new Float32Array(d);
@@ -377,10 +385,10 @@
     return new Model(manifest, typeof weights === "string" ? base64ToBuffer(weights) : weights);
   }
 
-  // A model that `<script src="models/NAME.js">` registered in LRA_WEB_MODELS.
+  // A model that `<script src="models/NAME.mjs">` registered in LRA_WEB_MODELS.
   function registeredModel(name) {
     const reg = root.LRA_WEB_MODELS || {};
-    if (!reg[name]) throw new Error(`no web model ${name} is loaded (its NAME.js script did not run)`);
+    if (!reg[name]) throw new Error(`no web model ${name} is loaded (its NAME.mjs script did not run)`);
     return loadModel(reg[name].manifest, reg[name].weights);
   }
 

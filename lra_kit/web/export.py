@@ -9,11 +9,13 @@ run finished, ``results.json``):
 ``NAME.bin``   every weight as little-endian float32, in the order of the manifest; the
                fixed sinusoid table of the position encoding is included (``embed.table``), so
                the runtime adds exactly the numbers PyTorch adds;
-``NAME.js``    the same two as one classic script (``LRA_WEB_MODELS[NAME] = {manifest, weights}``,
+``NAME.mjs``   the same two as one classic script (``LRA_WEB_MODELS[NAME] = {manifest, weights}``,
                the weights in base64), which a page opened from disk (``file://``) can load:
-               browsers refuse ``fetch`` and ES-module imports there.
+               browsers refuse ``fetch`` and ES-module imports there. (Named ``.mjs`` because Jupyter
+               Book 1.x adds every ``*.js`` under ``_static`` to the head of every page; these scripts
+               belong to one page.)
 
-The runtime (``_static/web/runtime.js``) runs what :class:`lra_kit.models.CausalLM` computes for
+The runtime (``_static/web/runtime.mjs``) runs what :class:`lra_kit.models.CausalLM` computes for
 the models it knows: linear attention (its RNN, Katharopoulos et al. eqs. 16–20, φ = elu + 1,
 eq. 7), momentum attention (the heavy-ball RNN, Nguyen et al. eq. 12), softmax attention (eq. 2,
 with a key/value cache or re-run on the whole prefix); residual connections, pre- or post-LN, any
@@ -71,15 +73,21 @@ def check_exportable(cfg) -> None:
                                         f"{', '.join(map(repr, allowed[key]))}")
 
 
-def _run_provenance(run_dir: str, cfg, checkpoint: str) -> dict:
+def _run_provenance(run_dir: str, cfg, checkpoint: str, ckpt: dict) -> dict:
+    """Where the weights come from. A finished run has ``results.json`` (steps, test bits/dim, commit); a run
+    still training has only its checkpoint: its step and dev metric are given, and ``finished`` is False."""
     from lra_kit.results import git_commit
 
+    dev = ckpt.get("metrics") or {}
     info = {"run": os.path.basename(os.path.normpath(run_dir)), "experiment": cfg.name, "checkpoint": checkpoint,
             "preset": getattr(cfg, "preset", None), "scale": cfg.scale, "seed": cfg.train.seed,
+            "planned_steps": cfg.train.steps, "finished": False, "checkpoint_step": ckpt.get("step"),
+            "dev_bits_per_dim": dev.get("bits_per_dim"),
             "steps": None, "test_bits_per_dim": None, "trained_at_commit": None, "trained_on": None, "date": None,
             "exported_at_commit": git_commit()}
     path = os.path.join(run_dir, "results.json")
     if os.path.isfile(path):
+        info["finished"] = True
         with open(path) as f:
             res = json.load(f)
         info.update(steps=res.get("steps"), seed=res.get("seed", info["seed"]), date=res.get("date"),
@@ -96,7 +104,7 @@ def _tensors(model) -> list[tuple[str, torch.Tensor]]:
 
 
 def export_model(model, out_dir: str, name: str, *, task: str = "mnist", provenance: dict | None = None) -> dict:
-    """Write ``NAME.json``, ``NAME.bin`` and ``NAME.js`` for a :class:`~lra_kit.models.CausalLM`; returns the
+    """Write ``NAME.json``, ``NAME.bin`` and ``NAME.mjs`` for a :class:`~lra_kit.models.CausalLM`; returns the
     manifest."""
     from lra_kit.atomic import atomic_write
 
@@ -125,7 +133,7 @@ def export_model(model, out_dir: str, name: str, *, task: str = "mnist", provena
               "(globalThis.LRA_WEB_MODELS = globalThis.LRA_WEB_MODELS || {})"
               f"[{json.dumps(name)}] = {{manifest: {json.dumps(manifest)},\n"
               f"weights: \"{base64.b64encode(weights).decode('ascii')}\"}};\n")
-    files = ((".bin", weights, "wb"), (".json", text + "\n", "w"), (".js", script, "w"))
+    files = ((".bin", weights, "wb"), (".json", text + "\n", "w"), (".mjs", script, "w"))
     for suffix, content, _mode in files:
         if len(content) > MAX_FILE_BYTES:
             raise UnsupportedModelError(f"{name}{suffix} would be {len(content):,} bytes, over the "
@@ -155,10 +163,11 @@ def export_run(run_dir: str, out_dir: str, name: str | None = None) -> dict:
     from lra_kit.data.formats.pixels import PAD_ID
 
     model = build_model(cfg.model, kind="lm", vocab_size=spec["vocab_size"], max_length=spec["length"], pad_id=PAD_ID)
-    model.load_state_dict(load_checkpoint(os.path.join(run_dir, names[0]))["model"])
+    ckpt = load_checkpoint(os.path.join(run_dir, names[0]))
+    model.load_state_dict(ckpt["model"])
     model.eval()
     name = name or f"{cfg.task}-{cfg.model.attention}"
-    return export_model(model, out_dir, name, task=cfg.task, provenance=_run_provenance(run_dir, cfg, names[0]))
+    return export_model(model, out_dir, name, task=cfg.task, provenance=_run_provenance(run_dir, cfg, names[0], ckpt))
 
 
 def read_weights(manifest_path: str) -> tuple[dict, dict[str, torch.Tensor]]:
@@ -197,7 +206,7 @@ def load_web_model(manifest_path: str):
 
 def export_test_digits(out_dir: str, name: str = "mnist-test-digits") -> dict:
     """The first MNIST test image of each class 0–9 (never trained on), for the page's *complete*:
-    ``NAME.json`` and ``NAME.js`` (``LRA_WEB_DIGITS = {...}``), 784 raster-order 8-bit pixels each."""
+    ``NAME.json`` and ``NAME.mjs`` (``LRA_WEB_DIGITS = {...}``), 784 raster-order 8-bit pixels each."""
     from lra_kit.atomic import atomic_write
     from lra_kit.data.formats.mnist import mnist_arrays
 
@@ -210,7 +219,7 @@ def export_test_digits(out_dir: str, name: str = "mnist-test-digits") -> dict:
     os.makedirs(out_dir, exist_ok=True)
     with atomic_write(os.path.join(out_dir, name + ".json"), "w") as f:
         json.dump(digits, f)
-    with atomic_write(os.path.join(out_dir, name + ".js"), "w") as f:
+    with atomic_write(os.path.join(out_dir, name + ".mjs"), "w") as f:
         f.write(f"// {digits['source']}, written by `lra-kit export-web --test-digits`.\n"
                 f"globalThis.LRA_WEB_DIGITS = {json.dumps(digits)};\n")
     return digits
@@ -224,10 +233,10 @@ def add_parser(subparsers) -> None:
         description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n", 1)[1].split("\n\nThe runtime")[0],
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `lra-kit train` (config.json, best.pt)")
-    p.add_argument("out_dir", metavar="OUT_DIR", help="where NAME.json, NAME.bin and NAME.js are written")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="where NAME.json, NAME.bin and NAME.mjs are written")
     p.add_argument("--name", default=None, help="file name stem (default TASK-ATTENTION, e.g. mnist-linear)")
     p.add_argument("--test-digits", action="store_true",
-                   help="also write mnist-test-digits.{json,js}: one MNIST test image per class (needs the data)")
+                   help="also write mnist-test-digits.{json,mjs}: one MNIST test image per class (needs the data)")
     p.set_defaults(func=_main)
 
 
@@ -237,11 +246,15 @@ def _main(args) -> int:
     check_writable(args.out_dir, directory=True)
     manifest = export_run(args.run_dir, args.out_dir, args.name)
     prov = manifest["provenance"]
-    bpd = prov.get("test_bits_per_dim")
+    if prov["finished"]:
+        trained = f"steps={prov['steps']}, test bits/dim={prov['test_bits_per_dim']:.3f}"
+    else:
+        dev = prov["dev_bits_per_dim"]
+        trained = (f"run not finished: checkpoint of step {prov['checkpoint_step']} of {prov['planned_steps']}, "
+                   f"dev bits/dim={'n/a' if dev is None else f'{dev:.3f}'}")
     print(f"[lra-kit] exported {manifest['name']} ({manifest['model']['attention']}, "
-          f"{manifest['weights']['bytes']:,} bytes of weights, steps={prov.get('steps')}, "
-          f"test bits/dim={'n/a' if bpd is None else f'{bpd:.3f}'}) to {args.out_dir}")
+          f"{manifest['weights']['bytes']:,} bytes of weights, {trained}) to {args.out_dir}")
     if args.test_digits:
         export_test_digits(args.out_dir)
-        print(f"[lra-kit] wrote mnist-test-digits.json/.js to {args.out_dir}")
+        print(f"[lra-kit] wrote mnist-test-digits.json/.mjs to {args.out_dir}")
     return 0

@@ -1,4 +1,4 @@
-// The web runtime (_static/web/runtime.js) against lra_kit's own model, under `node --test`.
+// The web runtime (_static/web/runtime.mjs) against lra_kit's own model, under `node --test`.
 //
 // tests/test_export_web.py exports models, writes what lra_kit computes for them (log-probabilities
 // of the recurrent step that CausalLM.generate() runs, and its 784 greedy pixels) to a reference
@@ -7,13 +7,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-const require = createRequire(import.meta.url);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const LraWeb = require(join(ROOT, "_static", "web", "runtime.js"));
+// runtime.mjs is a classic script (see its header): importing it runs it, and it defines globalThis.LraWeb
+await import(pathToFileURL(join(ROOT, "_static", "web", "runtime.mjs")).href);
+const LraWeb = globalThis.LraWeb;
 
 const REF = process.env.LRA_WEB_REFERENCE;
 const skip = REF ? false : "no LRA_WEB_REFERENCE (tests/test_export_web.py writes it and runs this file)";

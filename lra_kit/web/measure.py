@@ -1,0 +1,170 @@
+"""Time the exported models generating a whole digit in headless Chromium, and in PyTorch on the same machine.
+
+``python -m lra_kit.web.measure [--out results/web/generation-chromium.json]`` opens the page's widget
+(:func:`lra_kit.web.page.demo_html`, from disk, offline) in headless Chromium driven by selenium and runs
+each panel alone — the first pixel given (0), the other 783 sampled at temperature 1 from seed 0 — and
+records, per panel, the milliseconds of every pixel's step (the model's step and the draw from its
+output; not the drawing on the canvas), their mean, the mean of the last 100 over the mean of the first
+100, the wall time of the whole digit with the page painting as it goes, the bytes of attention state
+kept at the end, and the page's peak JS heap (after one untimed warm-up digit of the fast panels, so that
+the JIT's first compilations do not count as the first pixels' cost) (``performance.memory``, precise). For reference it
+times lra_kit's own PyTorch generation of the same models in this process (one thread, the same
+protocol, ``CausalLM.generate``'s steps). Chromium's ``performance.now()`` ticks in 0.1 ms without
+cross-origin isolation: single pixels are quantised, means over 100 are not.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from lra_kit.results import make_results, write_results
+from lra_kit.web.page import MODELS, RECORD, STATIC, available_panels, demo_html
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _summary(ms: list[float]) -> dict:
+    first, last = ms[:100], ms[-100:]
+    mean = sum(ms) / len(ms)
+    first_ms, last_ms = sum(first) / len(first), sum(last) / len(last)
+    return {"pixels": len(ms), "ms_per_pixel": mean, "first100_ms": first_ms, "last100_ms": last_ms,
+            "last100_over_first100": last_ms / first_ms}
+
+
+@torch.no_grad()
+def python_times(name: str, method: str, seed: int = 0) -> dict:
+    """lra_kit's generation of an exported model, timed step by step the way the page times its steps."""
+    from lra_kit.web.export import load_web_model
+
+    torch.set_num_threads(1)
+    model = load_web_model(str(MODELS / f"{name}.json"))
+    gen = torch.Generator().manual_seed(seed)
+    tokens = torch.zeros(1, 1, dtype=torch.long)
+    ms = []
+    start = time.perf_counter()
+    if method == "recompute":  # CausalLM.generate(recurrent=False): the model on the whole prefix
+        for _ in range(783):
+            a = time.perf_counter()
+            nxt = model._choose(model(tokens)[:, -1], False, 1.0, gen)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+            ms.append(1000 * (time.perf_counter() - a))
+    else:  # CausalLM.generate(recurrent=True): prefill, then one step per pixel
+        h, states = model.encoder.prefill(model.embed(tokens))
+        h = h[:, -1]
+        for i in range(783):
+            a = time.perf_counter()
+            nxt = model._choose(model.log_probs(h), False, 1.0, gen)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+            if i + 1 < 783:
+                h, states = model.encoder.step(model.embed(nxt[:, None], offset=tokens.shape[1] - 1)[:, 0], states)
+            ms.append(1000 * (time.perf_counter() - a))
+    return {"model": name, "method": method, "seconds": time.perf_counter() - start, **_summary(ms)}
+
+
+def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[list[dict], dict, int]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-precise-memory-info",
+                 "--window-size=1400,1000"):
+        options.add_argument(flag)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    session.set_script_timeout(900)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            page = Path(tmp) / "measure.html"
+            page.write_text("<!doctype html><meta charset='utf-8'><title>lra-kit web measure</title><body>"
+                            + demo_html(static=STATIC.as_uri(), record={}, bench={}) + "</body>")
+            session.get(page.as_uri())
+            state = session.execute_script("return document.querySelector('.lrakit-webgen').dataset.state")
+            if state != "ready":
+                raise RuntimeError(f"the widget did not start (state {state!r})")
+            session.execute_script(f"document.querySelector('.lrakit-seed').value = '{seed}';"
+                                   "document.querySelector('.lrakit-temperature').value = '1';")
+            # a warm-up digit from the fast panels, so that the JIT's first compilations are not timed
+            fast = [i for i, (_, method) in enumerate(panels) if method != "recompute"]
+            session.execute_async_script("const done = arguments[arguments.length - 1];"
+                                         f"document.querySelector('.lrakit-webgen').lrakitRun('generate', {fast})"
+                                         ".then(() => done(true));")
+            for i, (name, method) in enumerate(panels):
+                result = session.execute_async_script(
+                    "const done = arguments[arguments.length - 1];"
+                    f"document.querySelector('.lrakit-webgen').lrakitRun('generate', [{i}]).then(done);")
+                r = result["runs"][i]
+                rows.append({"model": name, "method": method, "wall_seconds": r["wall"] / 1000,
+                             "bytes_kept": r["bytes"][-1], **_summary(r["ms"]),
+                             "ms_series": [round(x, 4) for x in r["ms"]]})
+            peak = session.execute_script("return window.LraWebDemo.peakHeap()")
+        caps = session.capabilities
+        browser = {"name": caps.get("browserName"), "version": caps.get("browserVersion"), "headless": True,
+                   "user_agent": session.execute_script("return navigator.userAgent")}
+    finally:
+        session.quit()
+    return rows, browser, peak
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lra_kit.web.measure", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(RECORD),
+                        help="the results file (default results/web/generation-chromium.json)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+                    None)
+    driver = shutil.which("chromedriver")
+    if chromium is None or driver is None:
+        raise SystemExit("measure: no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
+    panels = available_panels()
+    if not panels:
+        raise SystemExit(f"measure: no exported models in {MODELS} (lra-kit export-web RUN_DIR {MODELS})")
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    rows, browser, peak = browser_times(panels, chromium, driver, args.seed)
+    python = [python_times(n, m, args.seed) for n, m in panels]
+    wall = time.perf_counter() - start
+    linear = [r for r in rows if r["method"] == "recurrent" and r["model"] == "mnist-linear"]
+    from lra_kit.web.page import manifests
+
+    models = {name: m["provenance"] for name, m in manifests().items()}
+    metrics = {"rows": rows, "python_same_models": python, "peak_js_heap_bytes": peak,
+               "linear_digit_seconds": linear[0]["wall_seconds"] if linear else None}
+    config = {"panels": [f"{n}:{m}" for n, m in panels], "prompt": "the first pixel (0) given, 783 sampled",
+              "temperature": 1.0, "seed": args.seed, "models": models,
+              "timer": "performance.now() around each pixel's step and draw (0.1 ms ticks in Chromium)",
+              "python": "lra_kit CausalLM, torch.set_num_threads(1), the same protocol"}
+    record = make_results(metrics=metrics, config=config, scale="web", steps=1, seed=args.seed, wall_s=wall,
+                          device="cpu", experiment="web/generation-chromium", browser=browser,
+                          hardware={"cpu": _cpu_name(), "cores": os.cpu_count(),
+                                    "load_average_1min": {"before": round(load_before, 2),
+                                                          "after": round(os.getloadavg()[0], 2)}})
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    write_results(record, args.out)
+    for r in rows:
+        print(f"{r['model']:>14} {r['method']:>9}: {r['ms_per_pixel']:.3f} ms/pixel, last100/first100 "
+              f"{r['last100_over_first100']:.2f}, digit {r['wall_seconds']:.2f} s, keeps {r['bytes_kept']:,} B")
+    print(f"peak JS heap {peak:,} B; {browser['name']} {browser['version']}; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
