@@ -78,9 +78,10 @@ book: $(VENV)/.book data
 	echo "Book built in $$(( $$(date +%s) - start )) s at LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK)."; \
 	echo "The HTML is at: $(CURDIR)/_build/html/index.html"
 
-## make test-browser: build the book, then open the momentum chapters in headless Chromium and move
-## every slider (tests/browser). Installs selenium into the venv and, where apt-get may run, Debian's
-## chromium + chromium-driver; without a browser the tests are skipped, not failed.
+## make test-browser: build the book, then open every page in headless Chromium, offline, at 1280 px
+## (tests/browser): no raw TeX, no code block scrolling sideways, no machine path, every slider moved and
+## its read-outs equal to the Python functions. Installs selenium into the venv and, where apt-get may run,
+## Debian's chromium + chromium-driver; without a browser the tests are skipped with the reason, not passed.
 test-browser: $(VENV)/.book
 	$(PIP) install --quiet selenium
 	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \

@@ -1,0 +1,172 @@
+"""Every page of the built book, as a reader sees it: headless Chromium, a 1280 px window, no network.
+
+Fails on what a reader would meet on the page:
+
+* **raw TeX** — math left as source (``\\frac``, ``$$`` …) because the renderer did not load; the renderer
+  must come with the build (``_static/mathjax``), never from a CDN;
+* **a code block that scrolls sideways** — a cell, its output or an included listing wider than the
+  column (hidden cells are opened first, so their code counts too);
+* **a machine path** — an absolute path of the machine that built the book (``/home/…``, ``/root/…``) in
+  any text of the page;
+* **a slider read-out that differs from the Python function** — chapter 4's read-outs on the whole β grid
+  of its slider (every half-integer window included) against ``lra_kit.viz.reweighting_readouts``.
+
+``make test-browser`` builds the book and runs this folder; ``.ci/run`` runs it in CI. Without
+selenium, a Chromium or the built pages, the tests are skipped with the reason — never passed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from lra_kit import viz
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = Path(os.environ.get("LRA_KIT_BOOK_HTML", ROOT / "_build" / "html"))
+PAGES = sorted([*HTML.glob("book/*.html"), *HTML.glob("notebooks/*.html")])
+WIDTH = 1280
+
+# TeX that MathJax would have turned into math: a command of the book's equations, or a display delimiter.
+RAW_TEX = re.compile(r"\\(frac|sum|mathbf|mathcal|operatorname|begin\{|end\{|phi|beta|gamma|sqrt|top|le|odot|R)\b"
+                     r"|\$\$|\\\(|\\\[")
+# An absolute path of the building machine (a user's home, root's, a scratch or checkout folder).
+MACHINE_PATH = re.compile(r"(?<![\w.:/])/(home|root|tmp|Users|work|mnt|opt|var/folders|private)/[\w.-]+")
+
+
+def _binary(*names: str) -> str | None:
+    for name in names:
+        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = _binary("chromium", "chromium-browser", "google-chrome"), _binary("chromedriver")
+    if chromium is None or driver is None:
+        pytest.skip("no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
+    if not PAGES:
+        pytest.skip(f"the book is not built under {HTML} (make test-browser builds it)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    # offline: every host name fails to resolve and every proxied request goes nowhere
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={WIDTH},1000",
+                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+        options.add_argument(flag)
+    try:
+        session = webdriver.Chrome(service=Service(driver), options=options)
+    except Exception as err:  # a browser that cannot start here is an environment limit, not a pass
+        pytest.skip(f"Chromium did not start: {err}")
+    session.set_window_size(WIDTH, 1000)
+    yield session
+    session.quit()
+
+
+def _load(browser, page: Path) -> None:
+    browser.get(page.as_uri())
+    # wait for MathJax to finish typesetting, if the page loaded it at all
+    browser.set_script_timeout(60)
+    browser.execute_async_script("""
+        var done = arguments[arguments.length - 1];
+        var start = Date.now();
+        (function wait() {
+          if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+            MathJax.startup.promise.then(function () { done(true); }, function () { done(false); });
+          } else if (Date.now() - start > 15000 || document.querySelectorAll('script[src*="mathjax"]').length === 0) {
+            done(false);
+          } else { setTimeout(wait, 100); }
+        })();""")
+    # open every hidden cell (sphinx-togglebutton's <details>), so that its code is measured too
+    browser.execute_script("document.querySelectorAll('details').forEach(function (d) { d.open = true; });")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_page_reads_offline(browser, page):
+    _load(browser, page)
+    mathjax = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('script[src*=\"athjax\"]'), s => s.src);")
+    assert all(src.startswith("file:") for src in mathjax), f"math renderer loaded from the network: {mathjax}"
+    text = browser.execute_script("""
+        var main = document.querySelector('main') || document.body, clone = main.cloneNode(true);
+        clone.querySelectorAll('pre, code, script, style, mjx-container, mjx-assistive-mml, .lrakit-data')
+             .forEach(function (e) { e.remove(); });
+        return clone.textContent;""")
+    raw = sorted({m.group(0) for m in RAW_TEX.finditer(text)})
+    assert not raw, f"raw TeX on the page (the math did not render): {raw[:10]}"
+    wide = browser.execute_script("""
+        var out = [];
+        document.querySelectorAll('div.highlight pre, div.cell_output pre, div.output pre, .literal-block-wrapper pre')
+          .forEach(function (e) {
+            if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+              out.push(e.scrollWidth + ' > ' + e.clientWidth + ': ' + e.textContent.split('\\n')[0].slice(0, 60));
+          });
+        return out;""")
+    assert not wide, f"{len(wide)} code block(s) scroll sideways at {WIDTH} px: {wide[:5]}"
+    everything = browser.execute_script("return document.body.innerText;")
+    paths = sorted({m.group(0) for m in MACHINE_PATH.finditer(everything)})
+    assert not paths, f"a path of the building machine on the page: {paths[:5]}"
+
+
+def test_math_renders_somewhere(browser):
+    """The first check is only meaningful if MathJax ran: at least one chapter has typeset equations."""
+    page = HTML / "book" / "03_causal_rnn.html"
+    if not page.exists():
+        pytest.skip(f"{page} is not built")
+    _load(browser, page)
+    assert browser.execute_script("return document.querySelectorAll('mjx-container').length;") > 10
+
+
+def _slider_grid() -> list[float]:
+    """The β slider's positions (0 … 0.99, step 0.01): the half-integer windows on it are β = 0.6 and 0.92."""
+    return [round(0.01 * i, 2) for i in range(100)]
+
+
+def test_chapter4_readouts_on_the_whole_beta_grid(browser):
+    page = HTML / "book" / "04_momentum_attention.html"
+    if not page.exists():
+        pytest.skip(f"{page} is not built")
+    _load(browser, page)
+    widget = browser.find_element("css selector", ".lrakit-reweighting")
+    data = json.loads(widget.find_element("css selector", ".lrakit-data").get_attribute("textContent"))
+    n = len(data["tokens"])
+    scores = torch.zeros(n, n, dtype=torch.float64)
+    for i, row in enumerate(data["scores"]):
+        scores[i, : i + 1] = torch.tensor(row, dtype=torch.float64)
+    queries = [n - 1, 20, 3]
+    shown = browser.execute_script("""
+        var root = arguments[0], betas = arguments[1], queries = arguments[2], out = [];
+        function set(name, value) {
+          var s = root.querySelector('input[data-param="' + name + '"]');
+          s.value = String(value); s.dispatchEvent(new Event('input', {bubbles: true}));
+        }
+        set('gamma', 1);
+        queries.forEach(function (q) {
+          set('query', q);
+          betas.forEach(function (b) {
+            set('beta', b);
+            var r = {beta: b, query: q};
+            root.querySelectorAll('[data-readout]').forEach(function (c) { r[c.dataset.readout] = c.textContent; });
+            out.push(r);
+          });
+        });
+        return out;""", widget, _slider_grid(), queries)
+    assert len(shown) == len(_slider_grid()) * len(queries)
+    for r in shown:
+        beta = float(r["beta"])
+        expected = viz.reweighting_readouts(scores, beta=beta, gamma=1.0, query=int(r["query"]))
+        assert int(r["window"]) == int(expected["window"]), (beta, r["query"], r["window"], expected["window"])
+        for key in ("recent_linear", "recent_momentum"):
+            assert float(r[key]) == pytest.approx(expected[key], abs=1e-3 + 1e-9), (beta, r["query"], key)
