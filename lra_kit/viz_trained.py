@@ -131,7 +131,7 @@ def layer_update_ratios(model: CausalLM, ids: torch.Tensor) -> torch.Tensor:
         hooks.append(_Hook(layer, record))
     _forward_with_hooks(model, ids, hooks)
     ratios = [torch.linalg.vector_norm(now - before, dim=-1) / torch.linalg.vector_norm(before, dim=-1)
-              for before, now in zip(updates, updates[1:])]
+              for before, now in zip(updates[:-1], updates[1:], strict=True)]
     return torch.stack(ratios)
 
 
@@ -241,7 +241,7 @@ def copy_lookup_share(weights: torch.Tensor, word_length: int) -> float:
 
 
 def aligned_weight(weights: torch.Tensor, word_length: int) -> torch.Tensor:
-    """Mean weight that second-copy queries i put on key i − w, the aligned position (per head: (..., N, N) -> (...))."""
+    """Mean weight that second-copy queries i put on key i − w, the aligned position ((..., N, N) -> (...))."""
     rows = torch.arange(word_length + 1, 2 * word_length + 1)
     return weights[..., rows, rows - word_length].mean(-1)
 

@@ -10,7 +10,13 @@ import torch
 
 from lra_kit.attention import build_attention
 from lra_kit.attention.heads import merge_heads, split_heads
-from lra_kit.viz_trained import attention_weights, copy_lookup_share, train_copy_model
+from lra_kit.viz_trained import (
+    aligned_weight,
+    attention_weights,
+    copy_lookup_share,
+    layer_update_ratios,
+    train_copy_model,
+)
 
 
 @pytest.mark.parametrize("name,opts", [("softmax", {}), ("linear", {}), ("momentum", {"beta": 0.6, "gamma": 0.8})])
@@ -54,3 +60,19 @@ def test_bad_arguments():
         train_copy_model("nystrom")
     with pytest.raises(ValueError, match="word_length"):
         train_copy_model("linear", word_length=1)
+
+
+def test_aligned_weight_and_initial_model():
+    w = 4
+    n = 2 * w + 2
+    perfect = torch.zeros(n, n)
+    perfect[torch.arange(n), (torch.arange(n) - w).clamp(min=0)] = 1.0
+    assert aligned_weight(perfect, w).item() == 1.0
+    assert aligned_weight(torch.eye(n), w).item() == 0.0
+    # steps=0 is the model at initialisation: same seed, so the same weights as a trained run started from
+    a = train_copy_model("linear", steps=0, word_length=4, scale="smoke")
+    b = train_copy_model("linear", steps=0, word_length=4, scale="smoke", seed=0)
+    assert a["steps"] == 0 and all(torch.equal(x, y) for x, y in zip(a["model"].state_dict().values(),
+                                                                     b["model"].state_dict().values(), strict=True))
+    ratios = layer_update_ratios(a["model"], a["ids"])
+    assert ratios.shape == (len(a["model"].encoder.layers) - 1, *a["ids"].shape) and (ratios > 0).all()
