@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# page -> (the bundle it reads, text that only the offline path prints, text of a later cell's output)
+# page -> (the bundle it reads, text that only the offline path prints, text that only the rest of the page prints)
 PAGES = {
-    "notebooks/image_generation.md": ("mnist", "lra-kit data fetch mnist", "bits/dim"),
-    "book/08_authors_code.md": ("imdb", "lra-kit data fetch imdb", "bytes"),
+    "notebooks/image_generation.md": ("mnist", "lra-kit data fetch mnist", "cpu-12k: test bits/dim"),
+    "book/08_authors_code.md": ("imdb", "lra-kit data fetch imdb", "bytes, kept"),
 }
 
 
@@ -51,7 +51,6 @@ def test_a_page_runs_without_its_dataset(page, tmp_path, monkeypatch):
     outputs = _outputs(nb)
     notices = [text for text in outputs if offline_text in text]
     assert len(notices) == 1, f"expected one notice naming `{offline_text}`, found {len(notices)}"
-    page_text = "\n".join(outputs)
-    after = page_text[page_text.index(offline_text) + len(offline_text):]
-    assert later_text in after, "the page stopped rendering after the notice"
+    rest = [text for text in outputs if offline_text not in text]
+    assert any(later_text in text for text in rest), "the rest of the page (the recorded runs) did not render"
     assert not any(str(empty) in text for text in outputs), "an output prints the machine's data path"

@@ -154,4 +154,4 @@ def missing_notice(name: str) -> str | None:
     bundle = _bundle(name)
     return (f"**Not run here: {bundle.description} {problem}.** This cell needs it to train live. "
             f"Fetch it with `lra-kit data fetch {name}` (checksummed, resumable), or set `{DATA_ENV}` to a folder "
-            f"that holds it, and run the page again. The recorded runs below do not need it.")
+            f"that holds it, and run the page again. The recorded runs on this page do not need it.")
