@@ -62,8 +62,8 @@ class Tiling(NamedTuple):
 
 
 TILING = {
-    torch.bfloat16: Tiling(64, 64, 32, 4),
-    torch.float16: Tiling(64, 64, 32, 4),
+    torch.bfloat16: Tiling(64, 32, 32, 4),
+    torch.float16: Tiling(64, 32, 32, 4),
     torch.float32: Tiling(16, 32, 32, 8),
 }
 # Widest tile of any type: a wide feature map (Performer: 267 features) is walked in steps of at most this.
@@ -87,11 +87,11 @@ def launch_blocks(dx: int, dz: int, dtype: torch.dtype = torch.bfloat16) -> tupl
 
 
 def output_warps(BX: int, BZ: int, dtype: torch.dtype = torch.bfloat16) -> int:
-    """Warps of chunk_output_kernel: 16-bit tiles of 64 × 32 or larger spill registers with 4 warps on sm_90
-    (ptxas -v); 8 do not. float32's tiles (at most 32 × 32, C = 16) fit 4."""
-    if dtype == torch.float32:
-        return 4
-    return 8 if BX * BZ >= 32 * 64 else 4
+    """Warps of chunk_output_kernel, as measured by ptxas -v for sm_90 (the compile guard): 16-bit tiles up to
+    32 × 32 at C = 64 fit 4 warps (64 × 16 spilled with 4; 64 × 64 with β > 0 still spilled 16 B with 8: hence
+    the cap of 32). float32's tf32x3 tiles (C = 16) fit 4 warps except 32 × 16, which spilled 12 B with 4 and
+    none with 8 (while 32 × 32 spilled 24 B with 8 and none with 4)."""
+    return 8 if dtype == torch.float32 and (BX, BZ) == (32, 16) else 4
 
 
 class DotTypes(NamedTuple):
