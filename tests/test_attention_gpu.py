@@ -1,4 +1,7 @@
-"""The attention core on CUDA in float32 and bf16, against the float64 CPU oracles (skipped without a GPU)."""
+"""The attention core on CUDA in float32, bf16 and fp16, against the float64 CPU oracles (skipped without a GPU).
+``LRA_KIT_GPU_TEST_DTYPE=bfloat16`` (etc.) runs one type only (the GPU campaign, lra_kit.bench.gpu_check)."""
+import os
+
 import pytest
 import torch
 
@@ -17,14 +20,16 @@ pytestmark = [
 ]
 
 # bf16 has an 8-bit mantissa: compare by relative RMS error, as flash-linear-attention does.
-TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
+TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 1e-2}
+_ONLY = os.environ.get("LRA_KIT_GPU_TEST_DTYPE")
+DTYPES = [getattr(torch, _ONLY)] if _ONLY else [torch.float32, torch.bfloat16, torch.float16]
 
 
 def rel_rms(a, b):
     return ((a.double().cpu() - b).norm() / b.norm()).item()
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("N", [1, 100, 1000])
 def test_linear_cuda(dtype, causal, N):
@@ -36,7 +41,7 @@ def test_linear_cuda(dtype, causal, N):
     assert rel_rms(out, ref) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("beta", [0.0, 0.6, 0.999])
 def test_momentum_cuda(dtype, causal, beta):
@@ -47,7 +52,7 @@ def test_momentum_cuda(dtype, causal, beta):
     assert rel_rms(out, ref) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_causal_gradients_cuda(dtype):
     q, k, v = rand_qkv(1, 2, 513, 16, requires_grad=True)
     g = torch.randn(1, 2, 513, 16, dtype=torch.float64)
@@ -59,7 +64,7 @@ def test_causal_gradients_cuda(dtype):
         assert rel_rms(a, b) < 5 * TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_cuda(dtype):
     q, k, v = rand_qkv(2, 4, 300, 32)
     ref = naive_softmax_attention(q, k, v, causal=True)
@@ -67,7 +72,7 @@ def test_softmax_cuda(dtype):
     assert rel_rms(out, ref) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [False, True])
 def test_luna_cuda(dtype, causal):
     torch.manual_seed(0)

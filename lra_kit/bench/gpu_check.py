@@ -1,0 +1,174 @@
+"""The GPU campaign: everything the CPU cannot show, in commands of at most 8 minutes that together fit in
+25 minutes of one H100 or H200 (issue 20; docs/gpu.md). Each command writes its JSON to the folder named.
+
+    python -m lra_kit.bench.gpu_check --out DIR [--only a1 c1 ...] [--dry-run]
+    make gpu-check OUT=DIR
+
+Steps (each a subprocess with a hard timeout; ``DIR/<step>.json`` records its command, exit status, wall
+time and the tail of its output, beside whatever JSON the command itself writes):
+
+a1–a3  the CUDA tests (tests/test_attention_gpu.py, the Triton tests) with inputs in float32, bfloat16, float16
+b      ``compute-sanitizer --tool memcheck`` on a small odd-sized causal product with initial and final states
+c1     ``lra-kit bench attention --device cuda`` at 1K–64K, SDPA on its flash backend, with the Triton kernels
+       and flash-linear-attention (fla-core, a pure-Python wheel installed by the [test] extra, carried in .venv)
+c2     the same SDPA rows on cuDNN's backend
+d1–d3  200 copy-task steps with AMP (bf16) and torch.compile: linear, momentum, Luna
+e      the paper-scale copy task (Katharopoulos §4.1) with linear attention, as many steps as 8 minutes allow,
+       recorded under results/copy-paper/
+
+``--dry-run`` prints the commands and the time budget without running anything (tested on CPU).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+STEP_LIMIT_S = 8 * 60
+TOTAL_LIMIT_S = 25 * 60
+LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    what: str
+    argv: tuple[str, ...]
+    budget_s: int  # expected wall time on one H100/H200, with margin
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def steps(out: Path, python: str = sys.executable) -> list[Step]:
+    """The campaign's commands, writing into ``out``."""
+    out = Path(out)
+    py = (python,)
+    tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py")
+    result = []
+    for i, dtype in enumerate(("float32", "bfloat16", "float16"), start=1):
+        result.append(Step(f"a{i}", f"CUDA tests, inputs in {dtype}",
+                           (*py, "-m", "pytest", "-q", "-m", "gpu or not gpu", *tests,
+                            f"--junitxml={out / f'a{i}-tests-{dtype}.xml'}"),
+                           90, (("LRA_KIT_GPU_TEST_DTYPE", dtype),)))
+    result.append(Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
+                       ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
+                        *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 60))
+    bench = (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, LENGTHS))
+    result.append(Step("c1", "attention benchmark 1K-64K, SDPA flash, Triton, flash-linear-attention",
+                       (*bench, "--sdpa-backend", "flash", "--json", str(out / "attention-flash.json")), 400))
+    result.append(Step("c2", "SDPA on cuDNN's backend, same shapes",
+                       (*bench, "--sdpa-backend", "cudnn", "--methods", "sdpa_causal", "sdpa", "--no-prefill",
+                        "--json", str(out / "attention-cudnn.json")), 110))
+    for i, attention in enumerate(("linear", "momentum", "luna"), start=1):
+        result.append(Step(f"d{i}", f"copy task, 200 steps, AMP + torch.compile, {attention}",
+                           (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", attention,
+                            "--scale", "cpu", "--device", "cuda", "--no-progress",
+                            "--set", "train.steps=200", "--set", "train.amp=true", "--set", "train.compile=true",
+                            "--out", str(out / f"d-copy-{attention}"), "--record", "gpu-check",
+                            "--record-dir", str(out)), 110))
+    result.append(Step("e", "paper-scale copy task, linear attention, as many steps as fit",
+                       (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", "linear",
+                        "--scale", "paper", "--device", "cuda", "--no-progress", "--set", "train.steps=1500",
+                        "--out", str(out / "e-copy-paper-linear"), "--record", "copy-paper"), 330))
+    return result
+
+
+def check_budget(plan: list[Step]) -> None:
+    """Every step within 8 minutes, all within 25 (ValueError naming the step otherwise)."""
+    for step in plan:
+        if step.budget_s > STEP_LIMIT_S:
+            raise ValueError(f"step {step.name} has a budget of {step.budget_s} s > {STEP_LIMIT_S} s")
+    total = sum(s.budget_s for s in plan)
+    if total > TOTAL_LIMIT_S:
+        raise ValueError(f"the steps' budgets add up to {total} s > {TOTAL_LIMIT_S} s")
+
+
+def sanitizer_case() -> None:
+    """A small, odd-sized causal product (N = 77, dim 24, dim_v 40, heads 3, chunk 32) with an initial state and
+    the final state, forward and backward, in bf16 and float32, β = 0 and 0.9 — every kernel variant's edges."""
+    import torch
+
+    from lra_kit.attention.triton import triton_causal_product
+
+    gen = torch.Generator().manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float32):
+        for beta in (0.0, 0.9):
+            q, k = (torch.rand(2, 3, 77, 24, generator=gen).cuda().to(dtype).requires_grad_() for _ in range(2))
+            v = torch.randn(2, 3, 77, 40, generator=gen).cuda().to(dtype).requires_grad_()
+            s0, d0 = (torch.rand(2, 3, 24, 40, generator=gen).cuda().requires_grad_() for _ in range(2))
+            out, (s, d) = triton_causal_product(q, k, v, beta, (s0, d0), True, chunk_size=32)
+            (out.float().sum() + s.sum() + d.sum()).backward()
+            torch.cuda.synchronize()
+    print("sanitizer case done")
+
+
+def timeout_s(step: Step) -> int:
+    """A step is stopped at 1.25 × its budget, never later than 8 minutes."""
+    return min(STEP_LIMIT_S, int(1.25 * step.budget_s))
+
+
+def run_step(step: Step, out: Path) -> dict:
+    env = dict(os.environ, **dict(step.env))
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(step.argv, capture_output=True, text=True, env=env, timeout=timeout_s(step))
+        rc, text = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, text = 124, f"timed out after {timeout_s(step)} s\n" + str(e.stdout or "")[-4000:]
+    except FileNotFoundError as e:
+        rc, text = 127, str(e)
+    record = {"step": step.name, "what": step.what, "command": shlex.join(step.argv), "env": dict(step.env),
+              "rc": rc, "wall_s": round(time.perf_counter() - start, 1), "output_tail": text[-6000:]}
+    (out / f"{step.name}.json").write_text(json.dumps(record, indent=1))
+    return record
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lra_kit.bench.gpu_check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="folder for every step's JSON (created)")
+    parser.add_argument("--only", nargs="+", default=None, help="run only these steps (e.g. a2 c1)")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands and their budgets; run nothing")
+    parser.add_argument("--sanitizer-case", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.sanitizer_case:
+        sanitizer_case()
+        return 0
+    if args.out is None:
+        parser.error("--out DIR is required")
+    plan = steps(args.out)
+    check_budget(plan)
+    if args.only:
+        unknown = set(args.only) - {s.name for s in plan}
+        if unknown:
+            parser.error(f"--only: unknown steps {sorted(unknown)}; valid: {', '.join(s.name for s in plan)}")
+        plan = [s for s in plan if s.name in args.only]
+    if args.dry_run:
+        for step in plan:
+            env = " ".join(f"{k}={v}" for k, v in step.env)
+            print(f"[{step.name}] ≤{step.budget_s:>3} s  {step.what}\n    {(env + ' ') if env else ''}"
+                  f"{shlex.join(step.argv)}")
+        print(f"total budget {sum(s.budget_s for s in plan)} s (limit {TOTAL_LIMIT_S} s)")
+        return 0
+    import torch
+
+    if not torch.cuda.is_available():
+        print("gpu-check needs a CUDA device (use --dry-run to see the commands)", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for step in plan:
+        record = run_step(step, args.out)
+        print(f"[{step.name}] rc {record['rc']} in {record['wall_s']} s: {step.what}", flush=True)
+        if record["rc"] != 0:
+            failed.append(step.name)
+    print(f"wrote {args.out}; failed: {', '.join(failed) or 'none'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

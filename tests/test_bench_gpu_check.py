@@ -1,0 +1,53 @@
+"""The GPU campaign's plan, checked on a CPU: its commands, their budgets and where they write (nothing runs)."""
+import pytest
+
+from lra_kit.bench import gpu_check
+
+
+def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
+    out = tmp_path / "campaign"
+    assert gpu_check.main(["--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    plan = gpu_check.steps(out)
+    assert [s.name for s in plan] == ["a1", "a2", "a3", "b", "c1", "c2", "d1", "d2", "d3", "e"]
+    for step in plan:
+        assert f"[{step.name}]" in text
+        assert step.budget_s <= gpu_check.STEP_LIMIT_S and gpu_check.timeout_s(step) <= gpu_check.STEP_LIMIT_S
+    assert sum(s.budget_s for s in plan) <= gpu_check.TOTAL_LIMIT_S
+    assert not out.exists()  # a dry run writes nothing
+
+
+def test_every_step_writes_into_the_named_folder(tmp_path):
+    out = tmp_path / "campaign"
+    by_name = {s.name: " ".join(s.argv) for s in gpu_check.steps(out)}
+    for name in ("a1", "c1", "c2", "d1"):
+        assert str(out) in by_name[name], name
+    assert "--sdpa-backend flash" in by_name["c1"] and "--sdpa-backend cudnn" in by_name["c2"]
+    assert "compute-sanitizer --tool memcheck" in by_name["b"]
+    for name in ("d1", "d2", "d3"):
+        assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
+    dtypes = {dict(s.env).get("LRA_KIT_GPU_TEST_DTYPE") for s in gpu_check.steps(out) if s.name.startswith("a")}
+    assert dtypes == {"float32", "bfloat16", "float16"}
+
+
+def test_budget_over_the_limit_names_the_step():
+    long = gpu_check.Step("x", "too long", ("true",), gpu_check.STEP_LIMIT_S + 1)
+    with pytest.raises(ValueError, match="step x"):
+        gpu_check.check_budget([long])
+    many = [gpu_check.Step(f"s{i}", "", ("true",), 400) for i in range(4)]
+    with pytest.raises(ValueError, match="add up"):
+        gpu_check.check_budget(many)
+
+
+def test_only_rejects_unknown_steps(tmp_path):
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--out", str(tmp_path), "--only", "z9", "--dry-run"])
+
+
+def test_without_cuda_it_says_so(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert gpu_check.main(["--out", str(tmp_path / "c"), "--only", "b"]) == 2
+    assert "needs a CUDA device" in capsys.readouterr().err
