@@ -64,7 +64,8 @@ def browser():
     # offline: every host name fails to resolve and every proxied request goes nowhere
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={WIDTH},1000",
-                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+                 "--proxy-bypass-list=<-loopback>"):
         options.add_argument(flag)
     try:
         session = webdriver.Chrome(service=Service(driver), options=options)
