@@ -111,18 +111,45 @@ def test_io_bytes_counts_the_tensors_any_implementation_moves():
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
 def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch):
-    if not torch.cuda.is_available():
-        monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    """The *_triton rows run the Triton path, the *_causal rows the PyTorch path (never the same kernels)."""
+    from lra_kit.attention import triton as gpu
+    from lra_kit.bench.attention import _attention_fn
+
+    monkeypatch.setenv("LRA_KIT_TRITON", "interpret")  # CPU tensors interpreted, CUDA tensors compiled
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 40, 16, generator=gen).to(device) for _ in range(3))
-    ref = linear_attention(q, k, v, causal=True)
+    with gpu.disabled():
+        ref = linear_attention(q, k, v, causal=True)
+        ref_momentum = momentum_attention(q, k, v, beta=0.6, causal=True)
     assert ((triton_linear(q, k, v) - ref).norm() / ref.norm()).item() < 1e-5
     assert ((triton_linear(q, k, v, final_state=True) - ref).norm() / ref.norm()).item() < 1e-5
-    ref = momentum_attention(q, k, v, beta=0.6, causal=True)
     out = triton_momentum(q, k, v, beta=0.6, final_state=True)
-    assert ((out - ref).norm() / ref.norm()).item() < 1e-5
+    assert ((out - ref_momentum).norm() / ref_momentum.norm()).item() < 1e-5
+
+    calls = []
+    real = gpu.triton_causal_product
+    monkeypatch.setattr(gpu, "triton_causal_product", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    _attention_fn("linear_causal", 0.6, "auto")(q, k, v)
+    _attention_fn("momentum_causal", 0.6, "auto")(q, k, v)
+    assert not calls  # the PyTorch path
+    _attention_fn("linear_triton", 0.6, "auto")(q, k, v)
+    assert calls  # the Triton path
+
+
+def test_cpu_memory_is_what_a_fresh_process_pays():
+    """process_peak counts what a step makes the process's resident set grow by, first-call costs included."""
+    from lra_kit.bench.measure import cpu_peak_supported, process_peak
+
+    if not cpu_peak_supported():
+        pytest.skip("no /proc/self/clear_refs here")
+
+    def make():
+        def step():
+            torch.ones(4 * 2**20)  # 16 MiB, touched
+        return step
+
+    assert process_peak(make) >= 15 * 2**20
 
 
 def test_methods_that_cannot_run_here_are_refused_up_front(monkeypatch):

@@ -26,11 +26,17 @@ def test_writes_json_with_provenance_and_every_row(tmp_path):
 
 
 def test_peak_memory_is_measured_on_cpu():
+    """The CPU measure sees only allocations above glibc's mmap threshold (fixed at 64 KiB: smaller ones come
+    from heap pages already resident, so at 64 tokens, 16 KiB activations, the growth could be 0). At 512
+    tokens every activation of the d-64 model is 128 KiB, so each one is fresh pages and the growth is certain."""
     from lra_kit.bench.measure import cpu_peak_supported
+    from lra_kit.bench.training import MODELS
 
     if not cpu_peak_supported():
         pytest.skip("no /proc/self/clear_refs here")
-    result = run([64], batch=1, repeats=1, methods=["softmax_materialised", "linear"], device="cpu")
+    length = 512
+    assert length * MODELS["momentum"]["d_model"] * 4 > 64 * 1024  # one activation exceeds the mmap threshold
+    result = run([length], batch=1, repeats=1, methods=["softmax_materialised", "linear"], device="cpu")
     peaks = {r["method"]: r["peak_bytes"] for r in result["rows"]}
     assert all(p is not None and p > 0 for p in peaks.values())
 

@@ -168,8 +168,12 @@ def _phi_backward(phi_q, phi_k, qs, ks, dfq, dfk):
         else:  # φ does not depend on its input (a constant map)
             result[slot] = torch.zeros_like(x)
     if outputs:
-        for slot, x, g in zip(slots, inputs, torch.autograd.grad(outputs, inputs, grads, allow_unused=True),
-                              strict=True):
+        # The vector-Jacobian product as the gradient of the scalar Σ φ(x)·∇φ (∇φ a constant): the same numbers as
+        # torch.autograd.grad(outputs, inputs, grads), but without tensor grad_outputs, for which PyTorch 2.x
+        # imports torch.fx's symbolic shapes (sympy: ~48 MB resident) on the first call of a process.
+        with torch.enable_grad():  # backward runs with grad mode off; this product must join φ's graph
+            total = sum((out * g).sum() for out, g in zip(outputs, grads, strict=True))
+        for slot, x, g in zip(slots, inputs, torch.autograd.grad(total, inputs, allow_unused=True), strict=True):
             result[slot] = torch.zeros_like(x) if g is None else g
     return result
 

@@ -11,7 +11,9 @@ and ``fla_momentum_composed``: plain − β·decayed, each by fla). Then prefill
 over a prompt, in tokens/s, against SDPA writing the prompt's keys and values into a KV cache.
 
 Printed ratios: SDPA's time ÷ the method's (> 1 means faster than SDPA); momentum's time ÷ plain
-linear's (same implementation); peak memory ÷ SDPA's; our time ÷ fla's; achieved bandwidth as a
+linear's (same implementation); peak memory ÷ SDPA's (on a CPU: what a fresh process with the default
+allocator pays over two calls, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`);
+our time ÷ fla's; achieved bandwidth as a
 fraction of the device's peak, counting only the bytes of q, k, v, o (forward) and of q, k, v,
 ∂o, ∂q, ∂k, ∂v (backward) — the minimum any implementation must move. Timing: median of repeats,
 interleaved across methods (:mod:`lra_kit.bench.timing`); on CUDA the inputs rotate through
@@ -47,7 +49,7 @@ from lra_kit.attention import (
     softmax_attention,
 )
 from lra_kit.attention.naive import naive_cumulative_state_causal_product
-from lra_kit.bench.measure import fix_mmap_threshold, peak_memory
+from lra_kit.bench.measure import fix_mmap_threshold, peak_memory, process_peak
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.atomic import check_writable
 from lra_kit.results import make_results, write_results
@@ -129,26 +131,29 @@ def _linear_with_cumulative_states(q, k, v, eps=1e-6):
     return numerator / ((phi_q * torch.cumsum(phi_k, dim=2)).sum(-1, keepdim=True) + eps)
 
 
-def triton_linear(q, k, v, *, final_state=False, eps=1e-6):
-    """Causal linear attention (eq. 9) on the Triton kernel: one product on [V, 1] gives numerator and denominator."""
-    from lra_kit.attention.triton import triton_causal_product
-
-    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)
-    both = triton_causal_product(phi_q, phi_k, torch.cat([v, torch.ones_like(v[..., :1])], -1), 0.0,
-                                 output_final_state=final_state)
-    both = both[0] if final_state else both
-    return both[..., :-1] / (both[..., -1:] + eps)
+def triton_linear(q, k, v, *, final_state=False):
+    """Causal linear attention (eq. 9) as the library runs it on the Triton path: the numerator's causal product
+    in Triton on V itself (no [V, 1] concatenation padded to a 128-wide tile), φ and the normaliser in PyTorch."""
+    out = linear_attention(q, k, v, causal=True, output_final_state=final_state)
+    return out[0] if final_state else out
 
 
-def triton_momentum(q, k, v, *, beta, gamma=1.0, final_state=False, eps=1e-6):
-    """Causal momentum attention (Nguyen eq. 13) on the Triton kernel; the normaliser is unweighted."""
-    from lra_kit.attention.triton import triton_causal_product
+def triton_momentum(q, k, v, *, beta, gamma=1.0, final_state=False):
+    """Causal momentum attention (Nguyen eq. 13) as the library runs it on the Triton path."""
+    out = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True, output_final_state=final_state)
+    return out[0] if final_state else out
 
-    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)
-    numerator = triton_causal_product(phi_q, phi_k, v, beta, output_final_state=final_state)
-    numerator = numerator[0] if final_state else numerator
-    z = torch.cumsum(phi_k, dim=2)
-    return gamma * numerator / ((phi_q * z).sum(-1, keepdim=True) + eps)
+
+def pytorch_path(fn: Callable) -> Callable:
+    """``fn`` on the chunked PyTorch path even where the Triton path would be chosen (a CUDA tensor): the
+    ``*_causal`` rows, so that the ``*_triton`` rows are compared with something else than themselves."""
+    from lra_kit.attention import triton as gpu
+
+    def run(*args, **kwargs):
+        with gpu.disabled():
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def fla_linear(q, k, v, *, final_state=False):
@@ -186,8 +191,9 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
     return {
         "sdpa_causal": sdpa(True),
         "sdpa": sdpa(False),
-        "linear_causal": lambda q, k, v: linear_attention(q, k, v, causal=True),
-        "momentum_causal": lambda q, k, v: momentum_attention(q, k, v, beta=beta, gamma=1.0, causal=True),
+        "linear_causal": pytorch_path(lambda q, k, v: linear_attention(q, k, v, causal=True)),
+        "momentum_causal": pytorch_path(lambda q, k, v: momentum_attention(q, k, v, beta=beta, gamma=1.0,
+                                                                           causal=True)),
         "performer_causal": lambda q, k, v: performer_attention(q, k, v, feature_map=_favor(q), causal=True),
         "linear_cumulative_states": _linear_with_cumulative_states,
         "linear_triton": lambda q, k, v: triton_linear(q, k, v, final_state=final_state),
@@ -294,14 +300,31 @@ def _peaks(jobs, shape, device_name: str, progress: bool):
     return out
 
 
-def measure_peaks(jobs, shape, device: torch.device, progress: bool):
-    """Peak memory per job. On a CPU this runs in a fresh process: the allocator settings that
-    make resident memory measurable (fixed mmap threshold) would slow the timed runs."""
+def _process_peak(job, shape):
+    N, method = job
+    torch.set_num_threads(shape.pop("threads"))
+    return process_peak(lambda: make_step(method, N=N, device=torch.device("cpu"), **shape))
+
+
+def measure_peaks(jobs, shape, device: torch.device, progress: bool, cpu_measure: str = "process"):
+    """Peak memory per job. On a CPU, ``cpu_measure="process"`` (the default) gives each job a fresh process with
+    the default allocator and reports what that process pays (:func:`lra_kit.bench.measure.process_peak`): the
+    number a user sees in ``ru_maxrss``. ``"working-set"`` runs all jobs in one fresh process with a fixed mmap
+    threshold, after a warm-up, and reports the operation's own working set (:func:`peak_memory`)."""
     if device.type == "cuda":
         return _peaks(jobs, shape, str(device), progress)
     ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return pool.submit(_peaks, jobs, shape, "cpu", progress).result()
+    if cpu_measure == "working-set":
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+            return pool.submit(_peaks, jobs, shape, "cpu", progress).result()
+    if cpu_measure != "process":
+        raise ValueError(f"cpu_measure must be 'process' or 'working-set', got {cpu_measure!r}")
+    out = []
+    for job in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
+        # one process per job: no job inherits another's heap
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+            out.append(pool.submit(_process_peak, job, dict(shape, threads=torch.get_num_threads())).result())
+    return out
 
 
 def _check_methods(methods) -> None:
@@ -317,7 +340,8 @@ def peak_memory_by_length(
     _check_methods(methods)
     shape = dict(B=batch, H=heads, D=dim, dtype=dtype, beta=beta, luna_length=luna_length)
     jobs = [(N, m) for m in methods for N in lengths]
-    peaks = iter(measure_peaks(jobs, shape, torch.device(device), progress=False))
+    # the operation's own working set (how it grows with length), not the process's first-call costs
+    peaks = iter(measure_peaks(jobs, shape, torch.device(device), progress=False, cpu_measure="working-set"))
     return {m: [next(peaks) for _ in lengths] for m in methods}
 
 
@@ -394,7 +418,9 @@ def run(
         "config": {"lengths": list(lengths), "batch": batch, "heads": heads, "dim": dim, "dtype": dtype,
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
                    "sdpa_backend": sdpa_backend, "peak_bandwidth": bandwidth,
-                   "fla": fla_installed(), "triton": any(m in TRITON_METHODS for m in methods)},
+                   "fla": fla_installed(), "triton": any(m in TRITON_METHODS for m in methods),
+                   # CPU: a fresh process per row, default allocator, growth over two calls (measure.process_peak)
+                   "memory_measure": "cuda allocator" if device.type == "cuda" else "process"},
         "rows": rows,
         "prefill": prefill_rows,
         "device": _device_detail(device),

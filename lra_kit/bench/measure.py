@@ -1,5 +1,10 @@
 """Peak memory of a callable, on CPU or CUDA (timing: :mod:`lra_kit.bench.timing`).
 
+Two CPU measures. :func:`process_peak` is what a user's process pays: in a fresh process with the
+default allocator, the growth of the resident set's high-water mark over two calls of the step
+(first-call allocations, memory the allocator keeps and fragments, all included) — the number the
+attention benchmark reports. :func:`peak_memory` below is the operation's own working set.
+
 Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Linux) from the
 process's resident-set high-water mark, reset before each measurement through
 ``/proc/self/clear_refs``. glibc is told to serve every allocation above 64 KiB with its own
@@ -66,4 +71,20 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> int | None:
         return None
     before = _proc_status_kib("VmRSS")  # clear_refs has just set the high-water mark to this
     fn()
+    return max(0, _proc_status_kib("VmHWM") - before) * 1024
+
+
+def process_peak(make_step: Callable[[], Callable[[], object]], calls: int = 2) -> int | None:
+    """Bytes a fresh process's resident set grows by while ``make_step()``'s step runs ``calls`` times, counted
+    from just after the step (and its inputs) are built — what a user's process pays for the step, allocator
+    and first-call costs included. Call in a fresh process that has not run the step before (spawn)."""
+    step = make_step()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # high-water mark := the current resident set
+        before = _proc_status_kib("VmRSS")
+    except OSError:
+        return None
+    for _ in range(calls):
+        step()
     return max(0, _proc_status_kib("VmHWM") - before) * 1024
