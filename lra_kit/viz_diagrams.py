@@ -12,7 +12,8 @@ import matplotlib.figure
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 
-__all__ = ["svg", "draw_chunk_tiling", "draw_kernel_trick_shapes", "draw_unrolled_recurrence", "draw_luna_streams"]
+__all__ = ["svg", "draw_chunk_tiling", "draw_kernel_trick_shapes", "draw_unrolled_recurrence", "draw_luna_streams",
+           "draw_kernel_smoother", "draw_luna_heads", "draw_causal_luna_state"]
 
 
 def svg(fig: matplotlib.figure.Figure):
@@ -159,6 +160,92 @@ def draw_luna_streams(*, width: float = 6.4) -> matplotlib.figure.Figure:
     ax.text(1.6, 2.68, "queries", fontsize=8, color=p_col, ha="center")
     ax.set_xlim(-0.1, 8.6)
     ax.set_ylim(0, 3.1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def draw_kernel_smoother(weights=(0.05, 0.1, 0.45, 0.25, 0.1, 0.05), *, width: float = 6.4) -> matplotlib.figure.Figure:
+    """Attention as a kernel smoother (Katharopoulos et al. eq. 2–3): query i averages the values v_j with
+    weights sim(q_i, k_j)/Σ_j' sim(q_i, k_j'); the arrows' widths are the weights."""
+    weights = [float(w) for w in weights]
+    if len(weights) < 2 or any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError("weights must be at least two non-negative numbers with a positive sum")
+    total = sum(weights)
+    weights = [w / total for w in weights]
+    n = len(weights)
+    fig, ax = plt.subplots(figsize=(width, width * 0.42))
+    key_col, out_col = "#4C72B0", "#DD8452"
+    for j, w in enumerate(weights):
+        x = 1.1 * j
+        _box(ax, x, 0.2, 0.9, 0.55, f"$k_{{{j + 1}}}, v_{{{j + 1}}}$", key_col, 8)
+        ax.add_patch(FancyArrowPatch((x + 0.45, 0.75), (1.1 * (n - 1) / 2 + 0.45, 2.0), arrowstyle="-|>",
+                                     mutation_scale=8, color=out_col, lw=0.5 + 9 * w, alpha=0.75))
+        ax.text(x + 0.45, 0.02, f"{w:.2f}", ha="center", va="top", fontsize=7, color=out_col)
+    _box(ax, 1.1 * (n - 1) / 2, 2.0, 0.9, 0.55, "$y_i$", out_col, 9)
+    formula = "$= \\sum_j \\frac{\\mathrm{sim}(q_i, k_j)}{\\sum_{j'}\\mathrm{sim}(q_i, k_{j'})}\\,v_j$"
+    ax.text(1.1 * (n - 1) / 2 + 1.1, 2.27, formula, va="center", fontsize=10)
+    ax.text(-0.1, 2.27, "query $q_i$", va="center", ha="left", fontsize=9)
+    ax.set_xlim(-0.2, 1.1 * n + 0.2)
+    ax.set_ylim(-0.3, 2.8)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def draw_luna_heads(heads: int = 3, *, width: float = 6.4) -> matplotlib.figure.Figure:
+    """Where Luna's cross-head terms come from: H pack heads write their d/H columns of Y_P; v_proj acts on
+    the merged Y_P, so every unpack head h reads every pack head g through the block W_V^(g,h)."""
+    _check_positive_int("heads", heads)
+    fig, ax = plt.subplots(figsize=(width, width * 0.5))
+    pack, merged, unpack = "#55A868", "#DD8452", "#4C72B0"
+    h_gap = 0.9
+    for g in range(heads):
+        y = 0.3 + h_gap * (heads - 1 - g)
+        _box(ax, 0.0, y, 1.5, 0.6, f"pack head {g + 1}\n$A^{{({g + 1})}}_\\mathrm{{pack}}$", pack, 8)
+        _box(ax, 2.3, y, 0.8, 0.6, f"cols {g + 1}", merged, 8)
+        ax.add_patch(FancyArrowPatch((1.5, y + 0.3), (2.3, y + 0.3), arrowstyle="-|>", mutation_scale=10, color=pack))
+        _box(ax, 5.2, y, 1.6, 0.6, f"unpack head {g + 1}", unpack, 8)
+    for g in range(heads):
+        for h in range(heads):
+            y0 = 0.3 + h_gap * (heads - 1 - g) + 0.3
+            y1 = 0.3 + h_gap * (heads - 1 - h) + 0.3
+            ax.add_patch(FancyArrowPatch((3.1, y0), (5.2, y1), arrowstyle="-|>", mutation_scale=8,
+                                         color=merged if g == h else "0.55", lw=1.6 if g == h else 0.7,
+                                         ls="-" if g == h else "--"))
+    top = 0.3 + h_gap * heads + 0.05
+    ax.text(2.7, top, "merged $Y_P$", ha="center", fontsize=9, color=merged)
+    ax.text(4.6, top + 0.35, "v_proj mixes the blocks: $W_V^{(g,h)}$", ha="center", fontsize=9)
+    ax.text(4.15, -0.15, "solid: $g = h$;  dashed: the cross-head terms $g \\ne h$", ha="center", fontsize=8)
+    ax.set_xlim(-0.1, 7.0)
+    ax.set_ylim(-0.35, top + 0.7)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def draw_causal_luna_state(*, width: float = 6.4) -> matplotlib.figure.Figure:
+    """One step of causal Luna (eq-cluna-step): x_t gives k_t, v_t, q_t and a_t = ω(...); the running sums
+    U_t, W_t and the count t are the whole state; y_t reads them through a softmax over the l slots."""
+    fig, ax = plt.subplots(figsize=(width, width * 0.42))
+    inp, state, out = "#4C72B0", "#DD8452", "#55A868"
+    _box(ax, 0.0, 1.0, 0.9, 0.6, "$x_t$", inp)
+    _box(ax, 1.6, 2.0, 1.9, 0.6, "$a_t = \\omega(p\\,k_t)$", inp, 8)
+    _box(ax, 1.6, 1.0, 1.9, 0.6, "$k_t,\\ v_t$", inp, 8)
+    _box(ax, 1.6, 0.0, 1.9, 0.6, "$q_t$", inp, 8)
+    _box(ax, 4.3, 1.5, 2.3, 1.1, "$U_t = U_{t-1} + k_t^\\top a_t$\n$W_t = W_{t-1} + a_t^\\top v_t$\n$t$", state, 8)
+    _box(ax, 7.3, 0.6, 2.3, 0.8, "$y_t = \\mathrm{softmax}(\\frac{q_t U_t}{t\\sqrt{d_h}})\\,\\frac{W_t}{t}$",
+         out, 8)
+    arrows = [((0.9, 1.3), (1.6, 2.3), inp), ((0.9, 1.3), (1.6, 1.3), inp), ((0.9, 1.3), (1.6, 0.3), inp),
+              ((3.5, 2.3), (4.3, 2.2), inp), ((3.5, 1.3), (4.3, 1.8), inp), ((3.5, 0.3), (7.3, 0.8), inp),
+              ((6.6, 1.9), (7.3, 1.2), state)]
+    for start, end, color in arrows:
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=10, color=color, lw=1.1))
+    ax.add_patch(FancyArrowPatch((6.2, 2.6), (4.7, 2.6), connectionstyle="arc3,rad=0.6", arrowstyle="-|>",
+                                 mutation_scale=10, color=state))
+    ax.text(5.45, 3.2, "to step $t + 1$", ha="center", fontsize=8, color=state)
+    ax.set_xlim(-0.1, 9.7)
+    ax.set_ylim(-0.1, 3.45)
     ax.set_aspect("equal")
     ax.axis("off")
     return fig
