@@ -12,7 +12,7 @@ over a prompt, in tokens/s, against SDPA writing the prompt's keys and values in
 
 Printed ratios: SDPA's time ÷ the method's (> 1 means faster than SDPA); momentum's time ÷ plain
 linear's (same implementation); peak memory ÷ SDPA's (on a CPU: what a fresh process with the default
-allocator pays over two calls, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`);
+allocator pays for its first call, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`);
 our time ÷ fla's; achieved bandwidth as a
 fraction of the device's peak, counting only the bytes of q, k, v, o (forward) and of q, k, v,
 ∂o, ∂q, ∂k, ∂v (backward) — the minimum any implementation must move. Timing: median of repeats,
@@ -419,7 +419,7 @@ def run(
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
                    "sdpa_backend": sdpa_backend, "peak_bandwidth": bandwidth,
                    "fla": fla_installed(), "triton": any(m in TRITON_METHODS for m in methods),
-                   # CPU: a fresh process per row, default allocator, growth over two calls (measure.process_peak)
+                   # CPU: a fresh process per row, default allocator, growth over the first call (measure.process_peak)
                    "memory_measure": "cuda allocator" if device.type == "cuda" else "process"},
         "rows": rows,
         "prefill": prefill_rows,

@@ -1,9 +1,12 @@
 """Peak memory of a callable, on CPU or CUDA (timing: :mod:`lra_kit.bench.timing`).
 
 Two CPU measures. :func:`process_peak` is what a user's process pays: in a fresh process with the
-default allocator, the growth of the resident set's high-water mark over two calls of the step
-(first-call allocations, memory the allocator keeps and fragments, all included) — the number the
-attention benchmark reports. :func:`peak_memory` below is the operation's own working set.
+default allocator, the growth of the resident set's high-water mark over the step's first call
+(first-call costs, memory the allocator keeps and fragments, all included; ``ru_maxrss`` before and
+after shows the same) — the number the attention benchmark reports. Only the first call is
+reproducible: with glibc's adaptive mmap threshold, later calls can raise it further (causal SDPA,
+B 1, H 4, D 64, 4K tokens: 32, 43, then 59 MiB after one, two, three calls). :func:`peak_memory`
+below is the operation's own working set (fixed threshold, after a warm-up call).
 
 Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Linux) from the
 process's resident-set high-water mark, reset before each measurement through
@@ -74,7 +77,7 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> int | None:
     return max(0, _proc_status_kib("VmHWM") - before) * 1024
 
 
-def process_peak(make_step: Callable[[], Callable[[], object]], calls: int = 2) -> int | None:
+def process_peak(make_step: Callable[[], Callable[[], object]], calls: int = 1) -> int | None:
     """Bytes a fresh process's resident set grows by while ``make_step()``'s step runs ``calls`` times, counted
     from just after the step (and its inputs) are built — what a user's process pays for the step, allocator
     and first-call costs included. Call in a fresh process that has not run the step before (spawn)."""
