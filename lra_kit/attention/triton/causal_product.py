@@ -245,6 +245,14 @@ class TritonCausalProduct(torch.autograd.Function):
         return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None, None
 
 
+@torch.compiler.disable
+def _apply(*args):
+    """TritonCausalProduct.apply outside torch.compile's graph (a graph break around the kernels, which run as
+    they do eagerly): Dynamo cannot trace Triton's interpreter (it fails on its numpy pointer arithmetic), and
+    the compiled kernels inside a compiled graph are unmeasured — the GPU campaign (docs/gpu.md) tries them."""
+    return TritonCausalProduct.apply(*args)
+
+
 def _as(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
     return None if t is None else t.view(like.shape)
 
@@ -310,7 +318,7 @@ def triton_causal_product(
     out_dtype = v.dtype if out_dtype is None else out_dtype
     if out_dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"out_dtype must be float32, bfloat16 or float16, got {out_dtype}")
-    result = TritonCausalProduct.apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state), out_dtype)
+    result = _apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state), out_dtype)
     if not output_final_state:
         return result
     if beta > 0.0:
