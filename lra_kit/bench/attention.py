@@ -310,7 +310,8 @@ def measure_peaks(jobs, shape, device: torch.device, progress: bool, cpu_measure
     """Peak memory per job. On a CPU, ``cpu_measure="process"`` (the default) gives each job a fresh process with
     the default allocator and reports what that process pays (:func:`lra_kit.bench.measure.process_peak`): the
     number a user sees in ``ru_maxrss``. ``"working-set"`` runs all jobs in one fresh process with a fixed mmap
-    threshold, after a warm-up, and reports the operation's own working set (:func:`peak_memory`)."""
+    threshold, after a warm-up, and reports the operation's own working set
+    (:func:`lra_kit.bench.measure.peak_memory`)."""
     if device.type == "cuda":
         return _peaks(jobs, shape, str(device), progress)
     ctx = multiprocessing.get_context("spawn")
