@@ -61,6 +61,14 @@ def exported(tmp_path_factory):
         model = _write_run(root / f"run-{attention}", _config(attention), seed)
         manifest = export_run(str(root / f"run-{attention}"), str(root / "out"))
         out[attention] = (model, root / "out" / f"{manifest['name']}.json")
+    # the other branches the runtime has: pre-LN, learned positions, GELU, a LayerNorm on the embeddings, no final LN
+    cfg = _config("momentum")
+    for key, value in {"norm": "pre", "position": "learned", "activation": "gelu", "embed_norm": True,
+                       "final_norm": False}.items():
+        setattr(cfg.model, key, value)
+    model = _write_run(root / "run-variant", cfg, 3)
+    manifest = export_run(str(root / "run-variant"), str(root / "out"), name="momentum-pre-ln-learned-gelu")
+    out["momentum-variant"] = (model, root / "out" / f"{manifest['name']}.json")
     return out
 
 
@@ -68,6 +76,7 @@ def exported(tmp_path_factory):
 def test_export_round_trip(exported, attention):
     model, path = exported[attention]
     back = load_web_model(str(path))
+    assert back.cfg == model.cfg
     for name, tensor in model.state_dict().items():
         assert torch.equal(back.state_dict()[name], tensor.float()), name
     manifest = json.loads(path.read_text())
@@ -231,3 +240,4 @@ def test_page_verdicts_follow_the_record():
     assert all(holds is None for _, holds, _ in page.claims({}))
     table = page.result_markdown(_record(1.05, 40.0, 1.2), bench={})
     assert table.count("\n") == 4 and "re-run on the prefix" in table
+    assert page.median_ratio({"ms_series": [1.0] * 100 + [3.0] * 100}) == 3.0

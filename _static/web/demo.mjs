@@ -139,9 +139,9 @@
 
     function redrawPlots(runs) {
       plot(msPlot, runs.map((r, i) => ({ color: panels[i].color, x0: r.start, ys: smooth(r.ms, 10) })),
-        { ylabel: { text: "ms per pixel (mean of 10)", fmt: (v) => v.toFixed(v < 1 ? 2 : 1) } });
+        { ylabel: { text: "ms per pixel (mean of 10, log scale)", fmt: (v) => v.toFixed(v < 1 ? 2 : 1) }, log: true });
       plot(bytesPlot, runs.map((r, i) => ({ color: panels[i].color, x0: r.start, ys: r.bytes })),
-        { ylabel: { text: "bytes kept between pixels", fmt: fmtBytes }, log: true });
+        { ylabel: { text: "bytes kept between pixels (log scale)", fmt: fmtBytes }, log: true });
     }
 
     function summary(r) {

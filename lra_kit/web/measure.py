@@ -76,6 +76,19 @@ def python_times(name: str, method: str, seed: int = 0) -> dict:
     return {"model": name, "method": method, "seconds": time.perf_counter() - start, **_summary(ms)}
 
 
+def _run_and_wait(session, panels: list[int], timeout: float = 1800.0) -> dict:
+    """Start the widget's run of ``panels`` and poll for its record (one long script would outlast
+    selenium's 120 s HTTP timeout)."""
+    session.execute_script("window.__lrakitMeasure = null; document.querySelector('.lrakit-webgen')"
+                           f".lrakitRun('generate', {panels}).then((r) => {{ window.__lrakitMeasure = r; }});")
+    deadline = time.monotonic() + timeout
+    while (result := session.execute_script("return window.__lrakitMeasure")) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the run of panels {panels} did not finish in {timeout} s")
+        time.sleep(1.0)
+    return result
+
+
 def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[list[dict], dict, int]:
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
@@ -88,7 +101,6 @@ def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[li
                  "--window-size=1400,1000"):
         options.add_argument(flag)
     session = webdriver.Chrome(service=Service(driver), options=options)
-    session.set_script_timeout(900)
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -103,14 +115,9 @@ def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[li
                                    "document.querySelector('.lrakit-temperature').value = '1';")
             # a warm-up digit from the fast panels, so that the JIT's first compilations are not timed
             fast = [i for i, (_, method) in enumerate(panels) if method != "recompute"]
-            session.execute_async_script("const done = arguments[arguments.length - 1];"
-                                         f"document.querySelector('.lrakit-webgen').lrakitRun('generate', {fast})"
-                                         ".then(() => done(true));")
+            _run_and_wait(session, fast)
             for i, (name, method) in enumerate(panels):
-                result = session.execute_async_script(
-                    "const done = arguments[arguments.length - 1];"
-                    f"document.querySelector('.lrakit-webgen').lrakitRun('generate', [{i}]).then(done);")
-                r = result["runs"][i]
+                r = _run_and_wait(session, [i])["runs"][i]
                 rows.append({"model": name, "method": method, "wall_seconds": r["wall"] / 1000,
                              "bytes_kept": r["bytes"][-1], **_summary(r["ms"]),
                              "ms_series": [round(x, 4) for x in r["ms"]]})
