@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from lra_kit.bench import attention, generation, training
+from lra_kit.bench import attention, generation, steps, training
 
 
 def add_parser(subparsers) -> None:
@@ -21,3 +21,7 @@ def add_parser(subparsers) -> None:
                        description=training.__doc__)
     training.add_arguments(p)
     p.set_defaults(func=training.main_from_args)
+    p = sub.add_parser("steps", help="seconds per training step of the recorded CPU runs' presets, one thread",
+                       description=steps.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    steps.add_arguments(p)
+    p.set_defaults(func=steps.main_from_args)
