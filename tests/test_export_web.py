@@ -180,10 +180,10 @@ def _reference_entries(name: str, model, manifest: Path, prefix: list[int]) -> l
         positions = [0, 1, 2, 63, 391, 783]
         with torch.no_grad():
             full = model(torch.tensor([prefix]))[0]
-            short = model.generate(torch.tensor([[prefix[0]]]), 99, greedy=True, recurrent=False)[0].tolist()
+            short = model.generate(torch.tensor([prefix[:392]]), 8, greedy=True, recurrent=False)[0].tolist()
         entries.append({"name": name, "manifest": str(manifest), "method": "recompute", "prefix": prefix,
                         "positions": positions, "log_probs": [full[p].tolist() for p in positions],
-                        "greedy": short, "greedy_prompt": 1})
+                        "greedy": short, "greedy_prompt": 392})
     return entries
 
 

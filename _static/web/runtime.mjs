@@ -317,6 +317,24 @@
       return this.logProbs(this.layersStep(this.embed(token, pos), session.layers, session.method));
     }
 
+    // Read a whole prompt; return log P(next pixel) after its last token. The recurrent and cached forms
+    // step through it; the re-run keeps the tokens and runs the model once, on all of them.
+    prefill(session, tokens) {
+      if (!tokens || tokens.length < 1) throw new Error("prompt must hold at least one pixel");
+      if (session.method !== "recompute") {
+        let logp = null;
+        for (const t of tokens) logp = this.step(session, t);
+        return logp;
+      }
+      if (session.pos + tokens.length > this.length) throw new Error(`the image is full (${this.length} pixels)`);
+      for (const t of tokens) {
+        if (!(t >= 0 && t < this.vocab)) throw new Error(`token must be in [0, ${this.vocab}), got ${t}`);
+        session.tokens.push(t);
+      }
+      session.pos += tokens.length;
+      return this.prefixLogProbs(session.tokens);
+    }
+
     // The papers' softmax baseline (CausalLM.generate(recurrent=False)): the whole prefix through the
     // whole model, keeping nothing from the pixel before; log P(next pixel) after the last token.
     prefixLogProbs(tokens) {
@@ -365,8 +383,7 @@
     if (!prompt || prompt.length < 1) throw new Error("prompt must hold at least one pixel");
     if (total > model.length || total < prompt.length) throw new Error(`total must be in [${prompt.length}, ${model.length}], got ${total}`);
     const s = model.session(method), rand = mulberry32(seed), out = prompt.slice();
-    let logp = null;
-    for (let t = 0; t < prompt.length; t++) logp = model.step(s, prompt[t]);
+    let logp = model.prefill(s, prompt);
     while (out.length < total) {
       const t0 = now();
       const next = choose(logp, temperature, rand);
