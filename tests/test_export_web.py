@@ -4,7 +4,8 @@ The export is checked in Python (round trip, provenance, refusals); then the sam
 models shipped with the book (``_static/web/models``), are run by the JavaScript runtime under
 ``node --test tests/js/runtime.test.mjs``, which compares its log-probabilities with those of the
 recurrent step that :meth:`lra_kit.models.CausalLM.generate` runs, in float64 on the exported float32 weights
-(max |Δ| ≤ 1e-4), and its greedy pixels with ``generate(greedy=True)``'s. Without ``node`` that part is skipped with the reason.
+(max |Δ| ≤ 1e-4), and its greedy pixels with ``generate(greedy=True)``'s. Without ``node`` that part is
+skipped with the reason.
 """
 from __future__ import annotations
 
