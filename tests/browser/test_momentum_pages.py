@@ -8,9 +8,6 @@ builds the book and runs this file; without selenium, a Chromium, or the built p
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,38 +15,14 @@ import torch
 from lra_kit import viz
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
+from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("LRA_KIT_BOOK_HTML", ROOT / "_build" / "html"))
 PAGES = {"ch4": HTML / "book" / "04_momentum_attention.html", "ch5": HTML / "book" / "05_momentum_connection.html"}
-
-
-def _binary(*names: str) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-        if found:
-            return found
-    return None
 
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium, driver = _binary("chromium", "chromium-browser", "google-chrome"), _binary("chromedriver")
-    if chromium is None or driver is None:
-        pytest.skip("no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        session = webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as err:  # a browser that cannot start here is an environment limit, not a failure
-        pytest.skip(f"Chromium did not start: {err}")
+    session = start_chromium(1400, 1000, console_log=True)
     yield session
     session.quit()
 

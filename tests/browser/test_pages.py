@@ -17,9 +17,7 @@ selenium, a Chromium or the built pages, the tests are skipped with the reason â
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -28,9 +26,8 @@ import torch
 from lra_kit import viz
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
+from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("LRA_KIT_BOOK_HTML", ROOT / "_build" / "html"))
 PAGES = sorted([*HTML.glob("book/*.html"), *HTML.glob("notebooks/*.html")])
 WIDTH = 1280
 
@@ -41,37 +38,11 @@ RAW_TEX = re.compile(r"\\(frac|sum|mathbf|mathcal|operatorname|begin\{|end\{|phi
 MACHINE_PATH = re.compile(r"(?<![\w.:/])/(home|root|tmp|Users|work|mnt|opt|var/folders|private)/[\w.-]+")
 
 
-def _binary(*names: str) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-        if found:
-            return found
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser():
-    chromium, driver = _binary("chromium", "chromium-browser", "google-chrome"), _binary("chromedriver")
-    if chromium is None or driver is None:
-        pytest.skip("no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
     if not PAGES:
         pytest.skip(f"the book is not built under {HTML} (make test-browser builds it)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = chromium
-    # offline: every host name fails to resolve and every proxied request goes nowhere
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={WIDTH},1000",
-                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-                 "--proxy-bypass-list=<-loopback>"):
-        options.add_argument(flag)
-    try:
-        session = webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as err:  # a browser that cannot start here is an environment limit, not a pass
-        pytest.skip(f"Chromium did not start: {err}")
-    session.set_window_size(WIDTH, 1000)
+    session = start_chromium(WIDTH, 1000)
     yield session
     session.quit()
 

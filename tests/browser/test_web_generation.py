@@ -9,49 +9,22 @@ the built page it is skipped with the reason.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
+from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("LRA_KIT_BOOK_HTML", ROOT / "_build" / "html"))
 PAGE = HTML / "notebooks" / "web_generation.html"
 FAST = ("recurrent", "kv-cache")
-
-
-def _binary(*names: str) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-        if found:
-            return found
-    return None
 
 
 @pytest.fixture(scope="module")
 def browser():
     if not PAGE.exists():
         pytest.skip(f"{PAGE.name} is not built (make test-browser builds the book)")
-    chromium, driver = _binary("chromium", "chromium-browser", "google-chrome"), _binary("chromedriver")
-    if chromium is None or driver is None:
-        pytest.skip("no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        session = webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as err:  # a browser that cannot start here is an environment limit, not a failure
-        pytest.skip(f"Chromium did not start: {err}")
+    session = start_chromium(1400, 1000, console_log=True)
     session.get(PAGE.as_uri())
     yield session
     session.quit()
