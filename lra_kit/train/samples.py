@@ -62,18 +62,4 @@ def save_pictures(pictures: dict, out_dir: str, name: str, provenance: dict) -> 
     return record
 
 
-def pictures_from_run(run_dir: str, out_dir: str, *, seed: int = 0, device: str = "cpu") -> dict:
-    """Samples and completions from a finished run's best checkpoint, saved beside its recorded results
-    with the run's provenance (scale, steps, seed, device, commit of results.json)."""
-    from lra_kit.results import read_results
-    from lra_kit.train.cli import _load_run
-
-    trainer, which = _load_run(run_dir, device)
-    results = read_results(os.path.join(run_dir, "results.json"))
-    provenance = {k: results[k] for k in ("experiment", "scale", "steps", "seed", "device", "git_commit", "date")}
-    provenance.update(checkpoint=which, test_bits_per_dim=results["metrics"]["test"].get("bits_per_dim"))
-    pictures = sample_pictures(trainer.model, trainer.datasets["test"], seed=seed)
-    return save_pictures(pictures, out_dir, results["experiment"], provenance)
-
-
-__all__ = ["pictures_from_run", "sample_pictures", "save_pictures"]
+__all__ = ["sample_pictures", "save_pictures"]
