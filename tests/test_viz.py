@@ -1,4 +1,4 @@
-"""lra_kit.viz: the book's figure helpers (frames, the kernel-free slider, small multiples)."""
+"""lra_kit.viz: the book's figure helpers (frames, the kernel-free sliders, small multiples, their oracles)."""
 import math
 import re
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pytest
 import torch
 
-from lra_kit import viz
+from lra_kit.viz import figures, momentum, results, widgets
 from lra_kit.attention import elu_plus_one
 
 
@@ -19,7 +19,7 @@ def _draw(fig, *, a, b):
 
 
 def test_render_frames_one_png_per_grid_point():
-    frames = viz.render_frames(_draw, {"a": [0.0, 1.0, 2.0], "b": [5.0, 6.0]}, figsize=(2, 1), dpi=20)
+    frames = figures.render_frames(_draw, {"a": [0.0, 1.0, 2.0], "b": [5.0, 6.0]}, figsize=(2, 1), dpi=20)
     assert sorted(frames) == sorted(f"{i},{j}" for i in range(3) for j in range(2))
     assert all(uri.startswith("data:image/png;base64,") for uri in frames.values())
     assert len(set(frames.values())) == 6  # each point draws a different picture
@@ -28,7 +28,7 @@ def test_render_frames_one_png_per_grid_point():
 def test_slider_player_html_has_one_slider_per_parameter_and_starts_at_initial():
     params = {"beta": [0.0, 0.5, 0.9], "gamma": [1.0, 2.0]}
     frames = {f"{i},{j}": f"data:image/png;base64,F{i}{j}" for i in range(3) for j in range(2)}
-    page = viz.slider_player_html(frames, params, initial={"beta": 0.5, "gamma": 2.0}, labels={"beta": "β"})
+    page = widgets.slider_player_html(frames, params, initial={"beta": 0.5, "gamma": 2.0}, labels={"beta": "β"})
     sliders = re.findall(r'<input type="range" min="0" max="(\d+)" step="1" value="(\d+)"', page)
     assert sliders == [("2", "1"), ("1", "1")]
     assert 'src="data:image/png;base64,F11"' in page  # the initial frame is shown before any JS runs
@@ -38,16 +38,16 @@ def test_slider_player_html_has_one_slider_per_parameter_and_starts_at_initial()
 
 def test_slider_player_html_rejects_missing_frames():
     with pytest.raises(ValueError, match="one frame per point"):
-        viz.slider_player_html({"0": "x"}, {"a": [1, 2]})
+        widgets.slider_player_html({"0": "x"}, {"a": [1, 2]})
     with pytest.raises(ValueError, match="at least one"):
-        viz.slider_player_html({}, {})
+        widgets.slider_player_html({}, {})
 
 
 def test_small_multiples_grid_shape():
     def panel(ax, *, a, b, c):
         ax.plot([a, b, c])
 
-    fig = viz.small_multiples(panel, ("a", [1, 2]), ("b", [3, 4, 5]), fixed={"c": 0})
+    fig = figures.small_multiples(panel, ("a", [1, 2]), ("b", [3, 4, 5]), fixed={"c": 0})
     assert len(fig.axes) == 6
     assert fig.axes[5].get_title() == "a=2, b=5"
     matplotlib.pyplot.close(fig)
@@ -57,7 +57,7 @@ def test_momentum_attention_map_is_the_explicit_eq13_matrix():
     torch.manual_seed(0)
     n, d, beta, gamma = 7, 4, 0.7, 0.8
     q, k = torch.randn(2, n, d, dtype=torch.float64).unbind(0)
-    got = viz.momentum_attention_map(q, k, beta=beta, gamma=gamma)
+    got = momentum.momentum_attention_map(q, k, beta=beta, gamma=gamma)
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
     lag = (i - j).double()
@@ -71,26 +71,26 @@ def test_momentum_attention_map_is_the_explicit_eq13_matrix():
 def test_draw_momentum_frame_and_live_sliders():
     torch.manual_seed(0)
     q, k = torch.randn(2, 6, 3).unbind(0)
-    frames = viz.render_frames(
-        lambda fig, beta, gamma: viz.draw_momentum_frame(fig, beta=beta, gamma=gamma, q=q, k=k, max_lag=5),
+    frames = figures.render_frames(
+        lambda fig, beta, gamma: figures.draw_momentum_frame(fig, beta=beta, gamma=gamma, q=q, k=k, max_lag=5),
         {"beta": [0.0, 0.9], "gamma": [1.0]}, dpi=20,
     )
     assert len(frames) == 2 and frames["0,0"] != frames["1,0"]
-    widget = viz.live_sliders(_draw, {"a": [0.0, 1.0], "b": [2.0, 3.0]}, initial={"a": 0.5})
+    widget = figures.live_sliders(_draw, {"a": [0.0, 1.0], "b": [2.0, 3.0]}, initial={"a": 0.5})
     sliders = [c for c in widget.children if hasattr(c, "min")]
     assert [(s.description, s.min, s.max, s.value) for s in sliders] == [("a", 0.0, 1.0, 0.5), ("b", 2.0, 3.0, 2.0)]
 
 
 def test_loglog_slope():
-    assert viz.loglog_slope([1, 2, 4, 8], [3, 12, 48, 192]) == pytest.approx(2.0)
+    assert results.loglog_slope([1, 2, 4, 8], [3, 12, 48, 192]) == pytest.approx(2.0)
     with pytest.raises(ValueError):
-        viz.loglog_slope([1], [1])
+        results.loglog_slope([1], [1])
 
 
 def test_log_length_axis():
     fig, ax = matplotlib.pyplot.subplots()
     ax.plot([256, 512, 1024], [1, 4, 16])
-    viz.log_length_axis(ax, [256, 512, 1024])
+    figures.log_length_axis(ax, [256, 512, 1024])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024"]
     matplotlib.pyplot.close(fig)
 
@@ -101,8 +101,8 @@ SENTENCE = "the model reads the sentence and then reads the sentence again"
 
 
 def _sentence_scores():
-    tokens, phi = viz.sentence_match_features(SENTENCE)
-    return tokens, phi, viz.causal_scores(phi, phi)
+    tokens, phi = momentum.sentence_match_features(SENTENCE)
+    return tokens, phi, momentum.causal_scores(phi, phi)
 
 
 def test_sentence_match_scores_are_one_plus_match_on_equal_characters():
@@ -119,10 +119,10 @@ def test_sentence_match_scores_are_one_plus_match_on_equal_characters():
 def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
     _, phi, scores = _sentence_scores()
     # the map from lra_kit's O(N) implementation, φ = identity on the already non-negative features
-    a = viz.momentum_attention_map(phi, phi, beta=beta, gamma=gamma, feature_map=lambda x: x)
-    a0 = viz.momentum_attention_map(phi, phi, beta=0.0, gamma=1.0, feature_map=lambda x: x)
+    a = momentum.momentum_attention_map(phi, phi, beta=beta, gamma=gamma, feature_map=lambda x: x)
+    a0 = momentum.momentum_attention_map(phi, phi, beta=0.0, gamma=1.0, feature_map=lambda x: x)
     for query in (0, 7, len(SENTENCE) - 1):
-        got = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
+        got = momentum.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
         row, row0 = a[query, : query + 1], a0[query, : query + 1]
         lag = torch.arange(query, -1, -1, dtype=torch.float64)
         window = min(query + 1, math.floor(1 / (1 - beta) + 0.5))  # rounded half up, as the slider's JavaScript
@@ -131,7 +131,7 @@ def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
         assert got["recent_momentum"] == pytest.approx(p[lag < window].sum().item(), rel=1e-5, abs=1e-9)
         assert got["recent_linear"] == pytest.approx(row0[lag < window].sum().item(), rel=1e-5, abs=1e-9)
         assert got["mean_lag_momentum"] == pytest.approx((p * lag).sum().item(), rel=1e-5, abs=1e-9)
-    last = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=len(SENTENCE) - 1)
+    last = momentum.reweighting_readouts(scores, beta=beta, gamma=gamma, query=len(SENTENCE) - 1)
     if 0 < beta and last["window"] < len(SENTENCE):  # weight moves to older keys: less on the recent, larger mean lag
         assert last["recent_momentum"] < last["recent_linear"]
         assert last["mean_lag_momentum"] > last["mean_lag_linear"]
@@ -143,16 +143,14 @@ def _half_integer_betas(high: float = 0.999) -> list[float]:
 
 
 def test_recent_window_rounds_half_up_like_the_javascript():
-    # the slider's JavaScript and viz.recent_window are one rule: 1/(1 − β) + ½, floored
-    assert "Math.floor(1 / (1 - beta) + 0.5)" in viz._JS_REWEIGHTING
-    assert "Math.round" not in viz._JS_REWEIGHTING.split("var window")[1].split(";")[0]
+    # the slider's recentWindow runs on the same grid under Node (tests/test_viz_js.py)
     slider = [round(0.01 * i, 2) for i in range(100)]  # the page's β slider: 0 … 0.99 in steps of 0.01
     for beta in slider + _half_integer_betas():
         x = 1 / (1 - beta)
-        assert viz.recent_window(beta) == max(1, math.floor(x + 0.5))
+        assert momentum.recent_window(beta) == max(1, math.floor(x + 0.5))
         if x == math.floor(x) + 0.5:  # an exact half-integer rounds up (Python's round() would go to even)
-            assert viz.recent_window(beta) == math.floor(x) + 1
-    assert viz.recent_window(0.6) == 3  # 1/(1 − 0.6) is exactly 2.5 in binary64: rounded up, not to even
+            assert momentum.recent_window(beta) == math.floor(x) + 1
+    assert momentum.recent_window(0.6) == 3  # 1/(1 − 0.6) is exactly 2.5 in binary64: rounded up, not to even
 
 
 def test_lag_weight_oracle_matches_momentum_weights():
@@ -160,36 +158,36 @@ def test_lag_weight_oracle_matches_momentum_weights():
 
     lag = torch.arange(50, dtype=torch.float64)
     for beta in (0.0, 0.3, 0.95):
-        torch.testing.assert_close(viz.momentum_lag_weights_float64(lag, beta), momentum_weights(lag, beta), rtol=1e-12,
-                                   atol=1e-12)
+        torch.testing.assert_close(momentum.momentum_lag_weights_float64(lag, beta), momentum_weights(lag, beta),
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_momentum_reweighting_html_is_self_contained_and_checks_input():
     tokens, _, scores = _sentence_scores()
-    page = viz.momentum_reweighting_html(tokens, scores, beta=0.6, gamma=1.0, query=20)
+    page = widgets.momentum_reweighting_html(tokens, scores, beta=0.6, gamma=1.0, query=20)
     assert "http" not in page and "<script src" not in page  # nothing fetched
     params = re.findall(r'data-param="(\w+)" min="([\d.]+)" max="([\d.]+)" step="[\d.]+" value="([\d.]+)"', page)
     assert params == [("beta", "0", "0.99", "0.6"), ("gamma", "0.25", "1.25", "1"), ("query", "0", "61", "20")]
-    assert page.count("<td data-readout=") == len(viz.REWEIGHTING_READOUTS)
+    assert page.count("<td data-readout=") == len(widgets.REWEIGHTING_READOUTS)
     assert len(page) < 60_000
     with pytest.raises(ValueError, match="scores must be"):
-        viz.momentum_reweighting_html(tokens[:-1], scores)
+        widgets.momentum_reweighting_html(tokens[:-1], scores)
     with pytest.raises(ValueError, match="beta"):
-        viz.momentum_reweighting_html(tokens, scores, beta=1.0)
+        widgets.momentum_reweighting_html(tokens, scores, beta=1.0)
     with pytest.raises(ValueError, match="query"):
-        viz.momentum_reweighting_html(tokens, scores, query=len(tokens))
+        widgets.momentum_reweighting_html(tokens, scores, query=len(tokens))
     with pytest.raises(ValueError, match="non-negative"):
-        viz.causal_scores(-torch.ones(3, 2), torch.ones(3, 2))
+        momentum.causal_scores(-torch.ones(3, 2), torch.ones(3, 2))
     with pytest.raises(ValueError, match="text"):
-        viz.sentence_match_features("a")
+        momentum.sentence_match_features("a")
 
 
 def test_eq18_is_non_monotone_and_clipped():
     r = torch.tensor([0.0, 0.25, 1.0, 2.25, 4.0, 9.0], dtype=torch.float64)
-    got = viz.eq18_momentum(r, delta=1e-3)
+    got = momentum.eq18_momentum(r, delta=1e-3)
     torch.testing.assert_close(got, torch.tensor([0.999, 0.25, 0.0, 0.25, 0.999, 0.999], dtype=torch.float64))
     with pytest.raises(ValueError, match="non-negative"):
-        viz.eq18_momentum(-1.0)
+        momentum.eq18_momentum(-1.0)
 
 
 def test_heavy_ball_modes_is_the_heavy_ball_in_the_eigenbasis():
@@ -208,36 +206,30 @@ def test_heavy_ball_modes_is_the_heavy_ball_in_the_eigenbasis():
         x, prev, g_prev = x - step * g + beta * (x - prev), x, g
         errors.append(torch.linalg.norm(x - x_star).item())
     ratios.append((torch.linalg.norm(a @ x + b - g_prev) / torch.linalg.norm(g_prev)).item())
-    got_errors, got_ratios = viz.heavy_ball_modes(lam, q.T @ (-x_star), beta=beta, step=step, steps=steps)
+    got_errors, got_ratios = momentum.heavy_ball_modes(lam, q.T @ (-x_star), beta=beta, step=step, steps=steps)
     torch.testing.assert_close(got_errors, torch.tensor(errors, dtype=torch.float64), rtol=1e-9, atol=1e-12)
     torch.testing.assert_close(got_ratios, torch.tensor(ratios, dtype=torch.float64), rtol=1e-9, atol=1e-12)
-    out = viz.connection_readouts(lam, q.T @ (-x_star), beta=beta, gamma=step, steps=steps)
+    out = momentum.connection_readouts(lam, q.T @ (-x_star), beta=beta, gamma=step, steps=steps)
     assert out["beta_star"] == pytest.approx((1 - (step * 0.05) ** 0.5) ** 2)
     assert out["error"] == pytest.approx(errors[-1])
 
 
 def test_momentum_connection_html_is_self_contained_and_checks_input():
     lam, e0 = torch.linspace(0.01, 1, 5, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
-    page = viz.momentum_connection_html(lam, e0, steps=50, layers=4)
+    page = widgets.momentum_connection_html(lam, e0, steps=50, layers=4)
     assert "http" not in page and page.count('type="range"') == 2
-    assert page.count("<td data-readout=") == len(viz.CONNECTION_READOUTS)
+    assert page.count("<td data-readout=") == len(widgets.CONNECTION_READOUTS)
     with pytest.raises(ValueError, match="eigenvalues"):
-        viz.momentum_connection_html(-lam, e0, steps=50, layers=4)
+        widgets.momentum_connection_html(-lam, e0, steps=50, layers=4)
     with pytest.raises(ValueError, match="steps"):
-        viz.momentum_connection_html(lam, e0, steps=0, layers=4)
+        widgets.momentum_connection_html(lam, e0, steps=0, layers=4)
 
 
-def test_draw_reweighting_frame_and_chunk_tiling():
+def test_draw_reweighting_frame():
     tokens, _, scores = _sentence_scores()
     fig = matplotlib.pyplot.figure()
-    viz.draw_reweighting_frame(fig, beta=0.9, gamma=1.0, query=len(tokens) - 1, tokens=tokens, scores=scores)
+    figures.draw_reweighting_frame(fig, beta=0.9, gamma=1.0, query=len(tokens) - 1, tokens=tokens, scores=scores)
     top, bottom = fig.axes
     heights = [p.get_height() for p in top.patches if p.get_width() == pytest.approx(0.4)]
     assert len(heights) == 2 * len(tokens) and sum(heights) == pytest.approx(2.0)  # two rows that sum to one
     matplotlib.pyplot.close(fig)
-    fig, ax = matplotlib.pyplot.subplots()
-    viz.draw_chunk_tiling(ax, n=8, chunk=4)
-    assert len(ax.patches) == 8 * 9 // 2  # one cell per (query, key ≤ query)
-    matplotlib.pyplot.close(fig)
-    with pytest.raises(ValueError, match="chunk"):
-        viz.draw_chunk_tiling(ax, n=4, chunk=5)

@@ -1,4 +1,4 @@
-"""The trained-model figures' weights (lra_kit.viz_trained) reproduce what the modules compute.
+"""The trained-model figures' weights (lra_kit.viz.trained) reproduce what the modules compute.
 
 attention_weights builds N×N matrices with the float64 oracles; multiplied with the module's own
 values and output projection they must give the module's (fast-path) output.
@@ -10,7 +10,7 @@ import torch
 
 from lra_kit.attention import build_attention
 from lra_kit.attention.heads import merge_heads, split_heads
-from lra_kit.viz_trained import (
+from lra_kit.viz.trained import (
     aligned_weight,
     attention_weights,
     copy_lookup_share,

@@ -1,9 +1,10 @@
 """The sliders of chapters 4 and 5, in a real browser (headless Chromium driven by selenium).
 
 Opens the built pages, moves every slider, and asserts that the figure and the read-outs change,
-that the read-outs equal the Python functions they stand for (``lra_kit.viz.reweighting_readouts``,
-``lra_kit.viz.connection_readouts``), and that the browser logged no error. ``make test-browser``
-builds the book and runs this file; without selenium, a Chromium, or the built pages it is skipped.
+that the read-outs equal the Python functions they stand for
+(``lra_kit.viz.momentum.reweighting_readouts``, ``lra_kit.viz.momentum.connection_readouts``), and that the
+browser logged no error. ``make test-browser`` builds the book and runs this file; without selenium, a
+Chromium, or the built pages it is skipped.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import pytest
 import torch
 
-from lra_kit import viz
+from lra_kit.viz import momentum
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
 from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
@@ -105,7 +106,7 @@ def test_chapter4_sliders_move_the_figure_and_match_python(browser):
         for name, value in (("beta", beta), ("gamma", gamma), ("query", query)):
             _set(browser, widget, name, value)
         shown = _state(widget)[1]
-        expected = viz.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
+        expected = momentum.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
         for key, value in expected.items():
             assert _close(shown[key], value), (beta, gamma, query, key, shown[key], value)
     assert _errors(browser) == []
@@ -129,7 +130,8 @@ def test_chapter5_sliders_move_the_figure_and_match_python(browser):
         _set(browser, widget, "beta_t", beta)
         _set(browser, widget, "gamma_t", gamma)
         shown = _state(widget)[1]
-        expected = viz.connection_readouts(lam, e0, beta=beta, gamma=gamma, steps=data["steps"], delta=data["delta"])
+        expected = momentum.connection_readouts(lam, e0, beta=beta, gamma=gamma, steps=data["steps"],
+                                                delta=data["delta"])
         for key, value in expected.items():
             rel = 0.02 if key.startswith("error") else 0.01  # errors are shown with three digits
             assert _close(shown[key], value, rel), (beta, gamma, key, shown[key], value)

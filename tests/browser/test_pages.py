@@ -9,7 +9,7 @@ Fails on what a reader would meet on the page:
 * **a machine path** — an absolute path of the machine that built the book (``/home/…``, ``/root/…``) in
   any text of the page;
 * **a slider read-out that differs from the Python function** — chapter 4's read-outs on the whole β grid
-  of its slider (every half-integer window included) against ``lra_kit.viz.reweighting_readouts``.
+  of its slider (every half-integer window included) against ``lra_kit.viz.momentum.reweighting_readouts``.
 
 ``make test-browser`` builds the book and runs this folder; ``.ci/run`` runs it in CI. Without
 selenium, a Chromium or the built pages, the tests are skipped with the reason — never passed.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lra_kit import viz
+from lra_kit.viz import momentum
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
 from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
@@ -138,7 +138,7 @@ def test_chapter4_readouts_on_the_whole_beta_grid(browser):
     assert len(shown) == len(_slider_grid()) * len(queries)
     for r in shown:
         beta = float(r["beta"])
-        expected = viz.reweighting_readouts(scores, beta=beta, gamma=1.0, query=int(r["query"]))
+        expected = momentum.reweighting_readouts(scores, beta=beta, gamma=1.0, query=int(r["query"]))
         assert int(r["window"]) == int(expected["window"]), (beta, r["query"], r["window"], expected["window"])
         for key in ("recent_linear", "recent_momentum"):
             assert float(r[key]) == pytest.approx(expected[key], abs=1e-3 + 1e-9), (beta, r["query"], key)

@@ -6,7 +6,7 @@ this extension copies it next to the chapter's HTML page (``<build>/html/<docnam
 build finishes and puts a "Download this chapter as a notebook" link at the top of the page.
 Nothing is committed: the notebooks exist only in the build output.
 
-Enabled by ``sphinx: extra_extensions: [lra_kit.viz_notebooks]`` in ``_config.yml``.
+Enabled by ``sphinx: extra_extensions: [lra_kit.viz.notebooks]`` in ``_config.yml``.
 """
 from __future__ import annotations
 

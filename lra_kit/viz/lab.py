@@ -1,4 +1,4 @@
-"""``python -m lra_kit.viz_lab``: open the book's chapters in JupyterLab as notebooks, in one command.
+"""``python -m lra_kit.viz.lab``: open the book's chapters in JupyterLab as notebooks, in one command.
 
 The chapters are MyST text notebooks (``book/*.md``, ``notebooks/*.md``). With jupytext installed (it comes
 with ``lra_kit[book]``, as does JupyterLab) JupyterLab can open them as notebooks; this command makes that
@@ -7,7 +7,7 @@ the repository (``.jupyter-lab-settings/``, git-ignored by its own ``.gitignore`
 JupyterLab settings — and starts JupyterLab at the book's introduction. Run it from a clone, in the
 environment that ``make book`` creates::
 
-    .venv/bin/python -m lra_kit.viz_lab            # or: make book first, if .venv does not exist yet
+    .venv/bin/python -m lra_kit.viz.lab            # or: make book first, if .venv does not exist yet
 
 Cells run against the installed ``lra_kit``; the momentum chapters' live ipywidgets sliders recompute
 on every move there. Extra arguments are passed to ``jupyter lab`` (e.g. ``--no-browser``).
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path.cwd()
     while not (root / "_toc.yml").exists():
         if root.parent == root:
-            print("lra_kit.viz_lab: run it from the lra_kit repository (no _toc.yml here or above)", file=sys.stderr)
+            print("lra_kit.viz.lab: run it from the lra_kit repository (no _toc.yml here or above)", file=sys.stderr)
             return 2
         root = root.parent
     lab = shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-lab")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         lab = None
     if lab is None:
-        print("lra_kit.viz_lab: JupyterLab and jupytext are not installed here; "
+        print("lra_kit.viz.lab: JupyterLab and jupytext are not installed here; "
               f"run: {sys.executable} -m pip install -e '.[book]'", file=sys.stderr)
         return 2
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir(root)))

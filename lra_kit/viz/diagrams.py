@@ -31,25 +31,51 @@ def _check_positive_int(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4) -> matplotlib.figure.Figure:
+# What the tiling diagram says for each chunked product: the state(s) at a chunk boundary (b = 0, 1, and
+# b > 1 as a format with {b}), and the side panel's four captions.
+_CHUNK_TEXT = {
+    "linear": {
+        "state": ("$S_0 = 0$", "$S_T$", "$S_{{{b}T}}$"),
+        "intra": "intra-chunk: masked $T\\times T$ product\n$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M_T)V_{[b]}$",
+        "inter": "inter-chunk: never formed; its sum\nreaches the chunk as $\\phi(Q_{[b]})\\,S_{bT}$",
+        "update": "state update per chunk:\n$S_{(b+1)T} = S_{bT} + \\phi(K_{[b]})^\\top V_{[b]}$",
+        "ends": "$T = 1$: the RNN.   $T = N$: the masked\n$N\\times N$ matrix.",
+    },
+    "momentum": {
+        "state": ("$s_0 = d_0 = 0$", "$s_T, d_T$", "$s_{{{b}T}}, d_{{{b}T}}$"),
+        "intra": "intra-chunk: masked $T\\times T$ product,\neach key weighted by $u(i - j)$",
+        "inter": "inter-chunk: never formed; its sum\nreaches the chunk through $s_{bT}$, $d_{bT}$",
+        "update": "states carried per chunk by the\nheavy-ball step (eq. 12)",
+        "ends": "$T = 1$: the recurrence.   $T = N$: the\nmasked $N\\times N$ matrix.",
+    },
+}
+
+
+def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4, states: str = "linear") -> matplotlib.figure.Figure:
     """The (query i, key j) plane of causal attention cut into n_chunks × n_chunks tiles.
 
     Diagonal tiles: a masked T × T product (the intra-chunk part). Tiles below the diagonal are never
-    formed: their total reaches the queries through the state at the start of the query's chunk.
+    formed: their total reaches the queries through the state at the start of the query's chunk —
+    linear attention's S (``states="linear"``, chapter 3) or momentum attention's pair s, d
+    (``states="momentum"``, chapter 4).
     """
     _check_positive_int("n_chunks", n_chunks)
+    if states not in _CHUNK_TEXT:
+        raise ValueError(f"states must be one of {sorted(_CHUNK_TEXT)}, got {states!r}")
+    text = _CHUNK_TEXT[states]
+    left = 1.2 if states == "linear" else 1.9  # room for the longer momentum labels
     fig, (ax, side) = plt.subplots(1, 2, figsize=(width, width * 0.5), width_ratios=[1, 1.05])
     intra, inter = "#4C72B0", "#DD8452"
     for b in range(n_chunks):  # b: query chunk (row), counted from the top
         y = n_chunks - 1 - b
-        for a in range(b):     # key chunks before the query chunk: reached through the state S
+        for a in range(b):     # key chunks before the query chunk: reached through the state
             ax.add_patch(Rectangle((a, y), 1, 1, facecolor=inter, alpha=0.35, edgecolor="white", lw=2))
         ax.add_patch(Polygon([(b, y + 1), (b, y), (b + 1, y)], closed=True, facecolor=intra, alpha=0.85,
                              edgecolor="white", lw=0.5))
         ax.add_patch(Rectangle((b, y), 1, 1, fill=False, edgecolor=intra, lw=1.2))
-        label = "$S_0 = 0$" if b == 0 else (f"$S_{{{b}T}}$" if b > 1 else "$S_T$")
+        label = text["state"][min(b, 2)].format(b=b)
         ax.text(-0.15, y + 0.5, label, ha="right", va="center", fontsize=10, color=inter)
-    ax.set_xlim(-1.2, n_chunks)
+    ax.set_xlim(-left, n_chunks)
     ax.set_ylim(0, n_chunks + 0.05)
     ax.set_aspect("equal")
     ax.set_xticks([a + 0.5 for a in range(n_chunks)], [f"keys {a + 1}" for a in range(n_chunks)], fontsize=8)
@@ -62,14 +88,11 @@ def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4) -> matplotlib.fi
     side.set_xlim(0, 1)
     side.set_ylim(0, 1)
     side.add_patch(Polygon([(0.02, 0.92), (0.02, 0.80), (0.14, 0.80)], facecolor=intra, alpha=0.85))
-    side.text(0.18, 0.86, "intra-chunk: masked $T\\times T$ product\n"
-              "$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M_T)V_{[b]}$", va="center", fontsize=9)
+    side.text(0.18, 0.86, text["intra"], va="center", fontsize=9)
     side.add_patch(Rectangle((0.02, 0.55), 0.12, 0.12, facecolor=inter, alpha=0.35))
-    side.text(0.18, 0.61, "inter-chunk: never formed; its sum\nreaches the chunk as $\\phi(Q_{[b]})\\,S_{bT}$",
-              va="center", fontsize=9)
-    side.text(0.02, 0.30, "state update per chunk:\n$S_{(b+1)T} = S_{bT} + \\phi(K_{[b]})^\\top V_{[b]}$",
-              va="center", fontsize=9)
-    side.text(0.02, 0.08, "$T = 1$: the RNN.   $T = N$: the masked\n$N\\times N$ matrix.", va="center", fontsize=9)
+    side.text(0.18, 0.61, text["inter"], va="center", fontsize=9)
+    side.text(0.02, 0.30, text["update"], va="center", fontsize=9)
+    side.text(0.02, 0.08, text["ends"], va="center", fontsize=9)
     return fig
 
 

@@ -1,0 +1,43 @@
+"""Where a page finds the committed runs, and the fit it reports on them (no plotting).
+
+A chapter run inside a clone reads ``results/``; one downloaded as ``.ipynb`` and run elsewhere says where
+the runs are (:func:`results_hint`).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def results_dir() -> Path | None:
+    """The repository's committed ``results/`` folder, where the recorded runs are.
+
+    ``$LRA_KIT_RESULTS`` if set; else the first ``results/`` folder at or above the working directory
+    (a chapter run inside a clone); else None (a chapter downloaded as ``.ipynb`` and run elsewhere: it
+    then says where the runs are, see :func:`results_hint`). Pages print paths relative to the repository,
+    never this absolute path.
+    """
+    env = os.environ.get("LRA_KIT_RESULTS")
+    if env:
+        return Path(env)
+    return next((p / "results" for p in (Path.cwd(), *Path.cwd().parents) if (p / "results").is_dir()), None)
+
+
+def results_hint(what: str = "the recorded runs") -> str:
+    """One line for a page that cannot find ``results/``: where the runs are and how to point at them."""
+    return (f"{what} are committed in the lra_kit repository under results/; this notebook runs outside a "
+            "clone. Clone the repository and open the notebook there, or set LRA_KIT_RESULTS to the path of "
+            "its results/ folder, then re-run.")
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of log y against log x: the measured exponent p in y ∝ xᵖ."""
+    x, y = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    if x.size < 2:
+        raise ValueError("need at least two points to fit a slope")
+    return float(np.polyfit(x, y, 1)[0])
+
+
