@@ -49,7 +49,7 @@ from lra_kit.attention import (
     softmax_attention,
 )
 from lra_kit.attention.naive import naive_cumulative_state_causal_product
-from lra_kit.bench.measure import fix_mmap_threshold, peak_memory, process_peak
+from lra_kit.bench.measure import process_peak, working_set_peaks
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.atomic import check_writable
 from lra_kit.results import make_results, write_results
@@ -286,18 +286,9 @@ def make_prefill(method: str, *, B, H, N, D, dtype, device, beta, sdpa_backend="
     return step
 
 
-def _peaks(jobs, shape, device_name: str, progress: bool):
-    """Peak memory of each job's forward+backward, after one warm-up run (one-time allocations are not the op's)."""
-    device = torch.device(device_name)
-    if device.type == "cpu":
-        fix_mmap_threshold()  # before the first allocation, so that no freed block stays resident
-    out = []
-    for N, method in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
-        step = make_step(method, N=N, device=device, **shape)
-        step()
-        out.append(peak_memory(step, device))
-        del step
-    return out
+def _attention_step(job, device: torch.device, shape: dict) -> Callable:
+    N, method = job
+    return make_step(method, N=N, device=device, **shape)
 
 
 def _process_peak(job, shape):
@@ -312,14 +303,12 @@ def measure_peaks(jobs, shape, device: torch.device, progress: bool, cpu_measure
     number a user sees in ``ru_maxrss``. ``"working-set"`` runs all jobs in one fresh process with a fixed mmap
     threshold, after a warm-up, and reports the operation's own working set
     (:func:`lra_kit.bench.measure.peak_memory`)."""
-    if device.type == "cuda":
-        return _peaks(jobs, shape, str(device), progress)
-    ctx = multiprocessing.get_context("spawn")
-    if cpu_measure == "working-set":
-        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-            return pool.submit(_peaks, jobs, shape, "cpu", progress).result()
+    if device.type == "cuda" or cpu_measure == "working-set":
+        return working_set_peaks(functools.partial(_attention_step, shape=shape), jobs, device,
+                                 desc="attention benchmark: memory" if progress else None)
     if cpu_measure != "process":
         raise ValueError(f"cpu_measure must be 'process' or 'working-set', got {cpu_measure!r}")
+    ctx = multiprocessing.get_context("spawn")
     out = []
     for job in tqdm(jobs, desc="attention benchmark: memory", disable=not progress):
         # one process per job: no job inherits another's heap

@@ -6,7 +6,8 @@ default allocator, the growth of the resident set's high-water mark over the ste
 after shows the same) — the number the attention benchmark reports. Only the first call is
 reproducible: with glibc's adaptive mmap threshold, later calls can raise it further (causal SDPA,
 B 1, H 4, D 64, 4K tokens: 32, 43, then 59 MiB after one, two, three calls). :func:`peak_memory`
-below is the operation's own working set (fixed threshold, after a warm-up call).
+below is the operation's own working set (fixed threshold, after a warm-up call); :func:`working_set_peaks`
+measures it for a list of jobs, the one loop the attention and training benchmarks share.
 
 Peak memory on CUDA comes from the caching allocator's statistics; on a CPU (Linux) from the
 process's resident-set high-water mark, reset before each measurement through
@@ -17,12 +18,15 @@ large allocation a system call, so measure memory in a process that does no timi
 """
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import ctypes.util
+import multiprocessing
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
+from tqdm.auto import tqdm
 
 from lra_kit.bench.timing import synchronize
 
@@ -91,3 +95,32 @@ def process_peak(make_step: Callable[[], Callable[[], object]], calls: int = 1) 
     for _ in range(calls):
         step()
     return max(0, _proc_status_kib("VmHWM") - before) * 1024
+
+
+def _working_set_peaks(make_step: Callable, jobs: Sequence, device_name: str, desc: str | None) -> list[int | None]:
+    device = torch.device(device_name)
+    if device.type == "cpu":
+        fix_mmap_threshold()  # before the first allocation, so that no freed block stays resident
+    out = []
+    for job in tqdm(jobs, desc=desc, disable=desc is None):
+        step = make_step(job, device)
+        step()  # one-time allocations (optimizer state, first-call caches) are not the step's
+        out.append(peak_memory(step, device))
+        del step
+    return out
+
+
+def working_set_peaks(make_step: Callable, jobs: Sequence, device: torch.device, *,
+                      desc: str | None = None) -> list[int | None]:
+    """:func:`peak_memory` of ``make_step(job, device)``'s step for each job, after one warm-up call of it.
+
+    On CUDA in this process. On a CPU in one fresh process (spawn): the allocator setting that makes the
+    resident set measurable (:func:`fix_mmap_threshold`) would slow whatever this process times, and a fresh
+    heap holds nothing of earlier work. ``make_step`` must therefore pickle (a module-level function, or a
+    ``functools.partial`` of one). ``desc`` shows a progress bar with that title.
+    """
+    if device.type == "cuda":
+        return _working_set_peaks(make_step, jobs, str(device), desc)
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_working_set_peaks, make_step, list(jobs), "cpu", desc).result()

@@ -29,9 +29,8 @@ Ratios: ``speed_vs_X`` = time(X) ÷ time(method) (Table 2's "steps per second" r
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
-import multiprocessing
+import functools
 import statistics
 import sys
 import time
@@ -43,7 +42,7 @@ import torch.nn.functional as F
 
 from lra_kit.atomic import check_writable
 from lra_kit.bench.attention import sdpa_context
-from lra_kit.bench.measure import fix_mmap_threshold, peak_memory
+from lra_kit.bench.measure import working_set_peaks
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.models import ModelConfig, build_model
 from lra_kit.results import make_results, write_results
@@ -113,27 +112,15 @@ def make_train_step(method: str, *, length: int, batch: int, model: str, device,
     return step
 
 
-def _peaks(jobs, shape: dict, device_name: str) -> list[int | None]:
-    device = torch.device(device_name)
-    if device.type == "cpu":
-        fix_mmap_threshold()  # before the first allocation (see lra_kit.bench.measure)
-    out = []
-    for length, method in jobs:
-        step = make_train_step(method, length=length, device=device, **shape)
-        step()  # optimizer state and one-time allocations are not the step's
-        out.append(peak_memory(step, device))
-        del step
-    return out
+def _train_step(job, device: torch.device, shape: dict) -> Callable[[], float]:
+    length, method = job
+    return make_train_step(method, length=length, device=device, **shape)
 
 
 def measure_peaks(jobs, shape: dict, device: torch.device) -> list[int | None]:
-    """Peak bytes of one step per (length, method); on a CPU in a fresh process (the allocator setting
-    that makes the resident set measurable would slow the timed runs)."""
-    if device.type == "cuda":
-        return _peaks(jobs, shape, str(device))
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return pool.submit(_peaks, jobs, shape, "cpu").result()
+    """Peak bytes of one step per (length, method), after a warm-up step (optimizer state included); on a
+    CPU in a fresh process (:func:`lra_kit.bench.measure.working_set_peaks`)."""
+    return working_set_peaks(functools.partial(_train_step, shape=shape), jobs, device)
 
 
 def add_ratios(rows: list[dict]) -> list[dict]:
