@@ -63,7 +63,8 @@ def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4, states: str = "l
     if states not in _CHUNK_TEXT:
         raise ValueError(f"states must be one of {sorted(_CHUNK_TEXT)}, got {states!r}")
     text = _CHUNK_TEXT[states]
-    left = 1.2 if states == "linear" else 1.9  # room for the longer momentum labels
+    # room for the longer momentum labels, paid for with smaller key labels
+    left, tick_size = (1.2, 8) if states == "linear" else (1.7, 7)
     fig, (ax, side) = plt.subplots(1, 2, figsize=(width, width * 0.5), width_ratios=[1, 1.05])
     intra, inter = "#4C72B0", "#DD8452"
     for b in range(n_chunks):  # b: query chunk (row), counted from the top
@@ -78,7 +79,8 @@ def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4, states: str = "l
     ax.set_xlim(-left, n_chunks)
     ax.set_ylim(0, n_chunks + 0.05)
     ax.set_aspect("equal")
-    ax.set_xticks([a + 0.5 for a in range(n_chunks)], [f"keys {a + 1}" for a in range(n_chunks)], fontsize=8)
+    ax.set_xticks([a + 0.5 for a in range(n_chunks)], [f"keys {a + 1}" for a in range(n_chunks)],
+                  fontsize=tick_size)
     ax.set_yticks([])
     ax.set_title("query chunk (row) × key chunk (column)", fontsize=9)
     for spine in ax.spines.values():
