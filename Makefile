@@ -44,7 +44,7 @@ TEXT_NOTEBOOKS  = $(shell grep -l '^jupytext:' book/*.md notebooks/*.md 2>/dev/n
 ## make test: ruff, the unit tests, then the notebooks under nbval at smoke scale
 test: $(VENV)/.test
 	$(PY) -m ruff check lra_kit tests
-	@command -v node >/dev/null || echo "make test: no node: the web runtime's check against lra_kit (tests/test_export_web.py) is skipped"
+	@command -v node >/dev/null || echo "make test: no node: the JavaScript checks against lra_kit (tests/test_export_web.py, tests/test_viz_js.py) are skipped"
 	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest tests
 	$(MAKE) --no-print-directory nbval
 
