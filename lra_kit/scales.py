@@ -18,7 +18,6 @@ from lra_kit.errors import ConfigError
 
 SCALES = ("smoke", "book", "cpu", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
-CPU_TASKS = ("copy", "mnist", "cifar10")  # the tasks the cpu scale is defined for
 
 
 def get_scale(scale: str | None = None) -> str:
