@@ -1,5 +1,5 @@
 """The named reduced scale ``cpu`` of the recorded CPU runs: the papers' data, a smaller model, and nothing
-else changed but what lra_kit.train.configs.SMALL lists."""
+else changed but what lra_kit.train.paper_configs.SMALL lists."""
 from __future__ import annotations
 
 import pytest

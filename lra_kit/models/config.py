@@ -2,7 +2,7 @@
 
 One ``ModelConfig`` describes every model of the three papers; which model is built from
 it (classifier, dual encoder, causal LM) depends on the task's kind, see
-:func:`lra_kit.models.build_model`. The papers' values live in :mod:`lra_kit.train.configs`.
+:func:`lra_kit.models.build_model`. The papers' values live in :mod:`lra_kit.train.paper_configs`.
 """
 from __future__ import annotations
 
