@@ -33,6 +33,7 @@ from lra_kit.train.config_schema import (
     validate,
 )
 from lra_kit.train.paper_configs import (
+    ATTENTION_OPTIONS,
     CIFAR10,
     CONNECTION,
     COPY,
@@ -61,8 +62,7 @@ def _attention_options(task: str, attention: str) -> dict:
     if attention == "momentum":
         row = CONNECTION[task]
         options.update(beta=row["beta"], gamma=row["gamma"])
-    if attention == "luna":
-        options.update(tie_kv=False)
+    options.update(ATTENTION_OPTIONS.get(attention, {}))
     return options
 
 
@@ -82,7 +82,7 @@ def _connection(model: ModelConfig, task: str, connection: str) -> None:
 
 
 def _lra_config(task: str, attention: str, scale: str) -> ExperimentConfig:
-    if attention == "luna":
+    if attention == "luna":  # the Luna paper's own LRA models; every other attention runs the Momentum paper's
         t = LUNA_LRA[task]
         model = ModelConfig(attention="luna", attention_options=_attention_options(task, "luna"), layers=t["layers"],
                             d_model=t["d"], n_heads=t["heads"], d_ff=t["ff"], dropout=t["dropout"],

@@ -52,6 +52,9 @@ LUNA_LRA = {
                        batch=512, wd=0.0, steps=62500, pooling="mean"),
 }
 LUNA_P_LENGTH = 16  # --encoder-projection-length, README default
+# Options the papers' runs give an attention beyond the registry's defaults, written into every config so that a
+# recorded run states them: Luna's models project keys and values separately (docs/reference-implementations.md §3).
+ATTENTION_OPTIONS = {"luna": {"tie_kv": False}}
 
 # Nguyen et al. Table 1 (= the authors' READMEs, docs/reference-implementations.md §5): momentum
 # attention β, γ; momentum connection β̃, γ̃ ("momentum/stepsize in momentum connection"); adaptive γ̃.
@@ -197,5 +200,5 @@ PRESETS = {
 }
 
 
-__all__ = ["CIFAR10", "CONNECTION", "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA", "PRESETS",
-           "SMALL"]
+__all__ = ["ATTENTION_OPTIONS", "CIFAR10", "CONNECTION", "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA",
+           "PRESETS", "SMALL"]
