@@ -126,7 +126,7 @@ def options_of(task: str) -> tuple[str, ...]:
 def load(task: str, split: str, *, scale: str | None = None, **options) -> Dataset:
     """The dataset of ``task`` and ``split`` at ``scale`` (default ``$LRA_KIT_SCALE`` or smoke).
 
-    Tasks: the rows of :data:`TASK_TABLE` (``task_names()``). Splits: ``train val test``. Each task's
+    Tasks: the rows of ``TASK_TABLE`` (``task_names()``). Splits: ``train val test``. Each task's
     options are those of its loader (``options_of(task)``).
     """
     spec = task_spec(task)
