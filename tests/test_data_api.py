@@ -134,3 +134,18 @@ def test_dataset_attributes_of_every_available_task(tmp_path, monkeypatch):
         ids = item if dataset.kind == "lm" else item[0]
         assert ids.dtype == torch.long and int(ids.max()) < dataset.vocab_size and len(ids) <= dataset.max_length
         assert np.isscalar(len(dataset))
+
+
+def test_the_task_table_checks_its_rows_and_filters():
+    from lra_kit.data import TaskSpec
+
+    row = dict(loader=lambda split, *, scale=None: None, summary="", kind="classification", length=8,
+               metric="accuracy", suite="lra")
+    assert TaskSpec("toy", **row).options() == ()
+    for field, bad in (("kind", "seq2seq"), ("metric", "bleu"), ("suite", "glue"), ("scales", ("huge",))):
+        with pytest.raises(ValueError, match=field):
+            TaskSpec("toy", **{**row, field: bad})
+    assert task_names(kind="retrieval") == ("retrieval",)
+    assert set(task_names(metric="bits_per_dim")) <= set(LM_TASKS)
+    with pytest.raises(ValueError, match="unknown TaskSpec field"):
+        task_names(colour="red")
