@@ -4,7 +4,7 @@
 ``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
 ``cpu``    the named reduced scale of the runs recorded on a 2-core CPU (copy task, image generation
            only): the papers' data and sequence lengths with a smaller model and fewer steps, each
-           shrunk value listed in ``lra_kit.train.configs.SMALL``; the pixel tasks evaluate on
+           shrunk value listed in ``lra_kit.train.paper_configs.SMALL``; the pixel tasks evaluate on
            seeded subsets of 1,000 validation and 1,000 test images (``lra_kit.data.splits``).
 ``paper``  the papers' exact configurations (a GPU).
 
@@ -18,7 +18,6 @@ from lra_kit.errors import ConfigError
 
 SCALES = ("smoke", "book", "cpu", "paper")
 ENV_VAR = "LRA_KIT_SCALE"
-CPU_TASKS = ("copy", "mnist", "cifar10")  # the tasks the cpu scale is defined for
 
 
 def get_scale(scale: str | None = None) -> str:

@@ -14,6 +14,8 @@ from lra_kit.attention import (
 )
 from lra_kit.attention.naive import naive_linear_recurrent, naive_momentum_recurrent
 
+# The two state forms of the causal products: each name is the attention whose functions are tested.
+STATES = {"linear": LinearState, "momentum": MomentumState}
 BETAS = [0.0, 0.6, 0.999]
 SPLITS = [1, 5, 16, 17, 63, 64, 65, 100, 149]  # chunk boundaries, segment boundaries (chunk 4 → 64), neither
 
@@ -89,7 +91,7 @@ def random_state(kind, B, H, D, M, seed=1):
 def test_gradient_reaches_initial_state_gradcheck(kind, beta, N, chunk_size):
     q, k, v = rand_qkv(1, 2, N, 3, 2, requires_grad=True)
     state = tuple(t.requires_grad_() for t in random_state(kind, 1, 2, 3, 2))
-    cls = LinearState if kind == "linear" else MomentumState
+    cls = STATES[kind]
 
     def fn(q, k, v, *state):
         out, final = run(kind, q, k, v, beta=beta, chunk_size=chunk_size, initial_state=cls(*state),
@@ -128,7 +130,7 @@ def test_state_with_padding_matches_steps_over_real_tokens():
     """Padded keys add nothing to the state: the final state of a right-padded sequence is its real prefix's."""
     q, k, v = rand_qkv(2, 2, 30, 3)
     mask = right_padding_mask([30, 12], 30)
-    for kind in ("linear", "momentum"):
+    for kind in STATES:
         kw = {"beta": 0.0} if kind == "linear" else {"beta": 0.5}
         _, state = run(kind, q, k, v, key_padding_mask=mask, output_final_state=True, chunk_size=8, **kw)
         _, alone = run(kind, q[1:, :, :12], k[1:, :, :12], v[1:, :, :12], output_final_state=True, **kw)
@@ -147,7 +149,7 @@ def test_state_with_padding_matches_steps_over_real_tokens():
 
 
 @pytest.mark.parametrize("N", [1024, 4096, 65536])
-@pytest.mark.parametrize("kind", ["linear", "momentum"])
+@pytest.mark.parametrize("kind", list(STATES))
 @pytest.mark.parametrize("causal", [False, True])
 def test_float16_matches_float64_at_long_lengths(N, kind, causal):
     """The normaliser of N keys overflows float16 (65504) unless it accumulates in float32."""
@@ -165,7 +167,7 @@ def test_float16_matches_float64_at_long_lengths(N, kind, causal):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kind", ["linear", "momentum"])
+@pytest.mark.parametrize("kind", list(STATES))
 def test_half_steps_keep_float32_states(dtype, kind):
     q, k, v = rand_qkv(1, 2, 300, 8, dtype=dtype)
     out, state = steps(kind, q, k, v, None)
@@ -178,7 +180,7 @@ def test_half_steps_keep_float32_states(dtype, kind):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kind", ["linear", "momentum"])
+@pytest.mark.parametrize("kind", list(STATES))
 @pytest.mark.parametrize("causal", [False, True])
 def test_fully_padded_row_gives_zero_output_and_zero_gradient(dtype, kind, causal):
     q, k, v = rand_qkv(2, 2, 40, 8, dtype=dtype, requires_grad=True)

@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from lra_kit.bench.generation import (
-    METHODS, PIXELS, TINY, build_generator, default_json_path, merge_records, run, time_generation,
+    GROWING, METHODS, PIXELS, TINY, build_generator, default_json_path, merge_records, run, time_generation,
 )
 from lra_kit.cli import main as cli_main
 from lra_kit.results import REQUIRED_KEYS
+
+RECURRENT = tuple(m for m in METHODS if not GROWING[m])  # a state of constant size per step
 
 
 def test_rows_scale_a_capped_prefix_and_say_so():
@@ -22,7 +24,7 @@ def test_rows_scale_a_capped_prefix_and_say_so():
     soft = by["softmax"]
     assert (soft["pixels_timed"], soft["extrapolation"]) == (5, "lower bound")
     assert soft["seconds_per_image"] == pytest.approx(soft["seconds"] * total / 5 / 2)
-    for method in ("softmax-kv-cache", "linear", "momentum"):
+    for method in (m for m in METHODS if m != "softmax"):  # all but the capped one
         assert (by[method]["pixels_timed"], by[method]["extrapolation"]) == (total, "none")
         assert by[method]["seconds_per_image"] == pytest.approx(by[method]["seconds"] / 2)
     assert by["linear"]["time_over_linear"] == 1.0
@@ -32,8 +34,8 @@ def test_rows_scale_a_capped_prefix_and_say_so():
 
 
 def test_a_capped_linear_row_is_an_estimate():
-    rows = time_generation("mnist", ("linear", "momentum"), 1, max_pixels={"momentum": 3}, overrides=TINY)
-    assert [r["extrapolation"] for r in rows] == ["none", "estimate"]
+    rows = time_generation("mnist", RECURRENT, 1, max_pixels={RECURRENT[-1]: 3}, overrides=TINY)
+    assert [r["extrapolation"] for r in rows] == ["none"] * (len(RECURRENT) - 1) + ["estimate"]
 
 
 def test_models_are_the_papers():
@@ -47,7 +49,7 @@ def test_models_are_the_papers():
 
 @pytest.mark.parametrize("kwargs,match", [
     (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "lsh")), "methods"),
-    (dict(methods=("softmax", "momentum")), "linear"), (dict(batches=(0,)), "batches"),
+    (dict(methods=tuple(m for m in METHODS if m != "linear")), "linear"), (dict(batches=(0,)), "batches"),
     (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"lsh": 3}), "max_pixels"),
 ])
 def test_bad_arguments_are_refused_before_any_work(kwargs, match):

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from lra_kit.cli import main
-from lra_kit.data import (TASKS, ChecksumMismatchError, DataMissingError, DataUnreadableError, cache_dir, collate,
-                          data_dir, load)
+from lra_kit.data import (LM_TASKS, LRA_TASKS, TASK_TABLE, TASKS, ChecksumMismatchError, DataMissingError,
+                          DataUnreadableError, cache_dir, collate, data_dir, load, options_of, task_names, task_spec)
 from lra_kit.data.store.fetch import fetch_file
 from lra_kit.data.formats.mnist import read_idx
 from lra_kit.data.store.sources import DataFile
@@ -21,7 +21,10 @@ def isolated_cache(tmp_path, monkeypatch):
 
 
 def test_tasks_and_clear_value_errors():
-    assert TASKS == ("listops", "text", "retrieval", "image", "pathfinder", "copy", "mnist", "cifar10")
+    assert TASKS == tuple(TASK_TABLE) == LRA_TASKS + LM_TASKS and len(LRA_TASKS) == 5  # LRA's five tasks
+    assert all(task_spec(t).kind == "lm" for t in LM_TASKS) and all(task_spec(t).kind != "lm" for t in LRA_TASKS)
+    with pytest.raises(ValueError, match="task must be one of .*listops"):
+        task_spec("imdb")
     with pytest.raises(ValueError, match="task must be one of .*listops"):
         load("imdb", "train")
     with pytest.raises(ValueError, match="split must be one of .*'val'"):
@@ -123,11 +126,26 @@ def test_cli_generate_listops_and_stats(tmp_path, capsys, monkeypatch):
 
 def test_dataset_attributes_of_every_available_task(tmp_path, monkeypatch):
     monkeypatch.setenv("LRA_KIT_DATA", str(tmp_path / "nothing"))
-    for task in ("listops", "pathfinder", "copy"):
-        dataset = load(task, "val", scale="smoke", **({"progress": False} if task != "copy" else {}))
+    for task in task_names(generated=True):
+        dataset = load(task, "val", scale="smoke", **({"progress": False} if "progress" in options_of(task) else {}))
         for attr in ("vocab_size", "num_classes", "max_length", "pad_id", "kind", "metadata"):
             assert hasattr(dataset, attr)
         item = dataset[0]
         ids = item if dataset.kind == "lm" else item[0]
         assert ids.dtype == torch.long and int(ids.max()) < dataset.vocab_size and len(ids) <= dataset.max_length
         assert np.isscalar(len(dataset))
+
+
+def test_the_task_table_checks_its_rows_and_filters():
+    from lra_kit.data import TaskSpec
+
+    row = dict(loader=lambda split, *, scale=None: None, summary="", kind="classification", length=8,
+               metric="accuracy", suite="lra")
+    assert TaskSpec("toy", **row).options() == ()
+    for field, bad in (("kind", "seq2seq"), ("metric", "bleu"), ("suite", "glue"), ("scales", ("huge",))):
+        with pytest.raises(ValueError, match=field):
+            TaskSpec("toy", **{**row, field: bad})
+    assert task_names(kind="retrieval") == ("retrieval",)
+    assert set(task_names(metric="bits_per_dim")) <= set(LM_TASKS)
+    with pytest.raises(ValueError, match="unknown TaskSpec field"):
+        task_names(colour="red")

@@ -27,11 +27,12 @@ from lra_kit.data.formats.pixels import PAD_ID
 from lra_kit.models import build_model
 from lra_kit.train.configs import get_config
 from lra_kit.web import UnsupportedModelError, export_run, load_web_model
+from lra_kit.web.export import SUPPORTED_ATTENTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "_static" / "web" / "models"
 JS_TEST = ROOT / "tests" / "js" / "runtime.test.mjs"
-ATTENTIONS = ("linear", "momentum", "softmax")
+ATTENTIONS = SUPPORTED_ATTENTIONS
 TOLERANCE = 1e-4
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lra_kit.attention import attention_names
+from lra_kit.errors import ConfigError
 from lra_kit.models import Carry, LunaLayer, ModelConfig, TransformerLayer, adaptive_momentum, build_model
 
 ATTN = {"softmax": {}, "linear": {}, "momentum": {"beta": 0.6, "gamma": 0.9}}
@@ -193,3 +194,29 @@ def test_bad_model_config_names_the_valid_values():
         ModelConfig(attention="luna", norm="pre").validate()
     with pytest.raises(ValueError, match="kind must be one of"):
         build_model(ModelConfig(), kind="seq2seq", vocab_size=4, max_length=4)
+
+
+def test_structure_follows_the_registry_flags_not_the_name(monkeypatch):
+    """A row with Luna's flags under another name gets Luna's layer, learned P and rules (models and configs)."""
+    import dataclasses
+    from types import MappingProxyType
+
+    import lra_kit.attention
+    from lra_kit.attention import registry
+    from lra_kit.models import Encoder
+    from lra_kit.train import config_schema, configs
+
+    table = MappingProxyType({**registry.ATTENTIONS,
+                              "packed": dataclasses.replace(registry.ATTENTIONS["luna"], name="packed")})
+    for module in (registry, lra_kit.attention, configs, config_schema):
+        monkeypatch.setattr(module, "ATTENTIONS", table)
+    encoder = Encoder(small("packed", norm="post", luna_length=4, layers=1))
+    assert isinstance(encoder.layers[0], LunaLayer) and encoder.p0 is not None
+    assert small("packed", norm="post", pooling="p_mean").validate().pooling == "p_mean"
+    with pytest.raises(ValueError, match="post-LN"):
+        small("packed", norm="pre").validate()
+    with pytest.raises(ValueError, match="residual connection"):
+        small("packed", norm="post", connection="adaptive").validate()
+    assert configs.get_config("copy", "packed", "smoke").model.norm == "post"
+    with pytest.raises(ConfigError, match="connection must be 'residual' with packed"):
+        configs.get_config("copy", "packed", "smoke", connection="adaptive")

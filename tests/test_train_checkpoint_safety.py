@@ -110,7 +110,7 @@ def _mode(path) -> int:
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_files_written_for_the_user_get_the_umask_mode(tmp_path, copy_data, umask):
-    from lra_kit.train.cli import save_image_grid
+    from lra_kit.train.samples import save_image_grid
 
     old = os.umask(umask)
     try:

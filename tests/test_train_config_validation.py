@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from lra_kit.attention import attention_names
+from lra_kit.data import task_names
 from lra_kit.errors import ConfigError
 from lra_kit.train.configs import SMALL, TASKS, apply_overrides, from_dict, get_config, merge_dict, validate
 from lra_kit.train.trainer import Trainer
@@ -91,7 +93,7 @@ def test_numbers_are_converted_only_where_exact():
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("scale", ["smoke", "book", "paper"])
 def test_every_shipped_config_validates_and_uses_per_token_adaptive_norms(task, scale):
-    for attention in ("softmax", "linear", "momentum", "luna"):
+    for attention in attention_names():
         cfg = validate(get_config(task, attention, scale))
         assert cfg.model.adaptive_over == "token"  # one reading of eq. 18 everywhere; "sample" is an option
 
@@ -99,7 +101,7 @@ def test_every_shipped_config_validates_and_uses_per_token_adaptive_norms(task, 
 def test_the_small_scales_are_one_table():
     """Each (family, scale) row is applied as written: the table is the single source of the shrunk values."""
     for (family, scale), row in SMALL.items():
-        task = {"lra": "listops", "copy": "copy", "pixels": "mnist"}[family]
+        task = task_names(suite=family)[0]
         cfg = get_config(task, "linear", scale).to_dict()
         for key, value in row.items():
             section, name = key.split(".")

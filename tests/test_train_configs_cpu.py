@@ -1,10 +1,11 @@
 """The named reduced scale ``cpu`` of the recorded CPU runs: the papers' data, a smaller model, and nothing
-else changed but what lra_kit.train.configs.SMALL lists."""
+else changed but what lra_kit.train.paper_configs.SMALL lists."""
 from __future__ import annotations
 
 import pytest
 
 from lra_kit import data
+from lra_kit.data import task_names, task_spec
 from lra_kit.data.splits import scale_size
 from lra_kit.errors import ConfigError
 from lra_kit.train.configs import SMALL, get_config
@@ -34,7 +35,7 @@ def test_mnist_cpu_keeps_batch_and_data_sizes():
     assert scale_size("cpu", "train") is None and scale_size("cpu", "test") == 1000
 
 
-@pytest.mark.parametrize("task", ["listops", "text", "pathfinder"])
+@pytest.mark.parametrize("task", [task for task in task_names() if "cpu" not in task_spec(task).scales])
 def test_cpu_scale_is_refused_where_it_is_not_defined(task):
     with pytest.raises(ConfigError, match="cpu"):
         get_config(task, "linear", "cpu")

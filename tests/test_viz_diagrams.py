@@ -29,13 +29,13 @@ def test_chunk_tiling_draws_one_masked_tile_per_chunk():
 def test_chunk_tiling_names_the_states_of_each_product():
     """One diagram for both chunked products: chapter 3's S, chapter 4's pair s, d (the same tiles)."""
     texts = {}
-    for states in ("linear", "momentum"):
+    for states in ("S", "s,d"):
         fig = diagrams.draw_chunk_tiling(3, states=states)
         texts[states] = [t.get_text() for t in fig.axes[0].texts]
         assert len([p for p in fig.axes[0].patches if type(p).__name__ == "Polygon"]) == 3
         matplotlib.pyplot.close(fig)
-    assert texts["linear"] == ["$S_0 = 0$", "$S_T$", "$S_{2T}$"]
-    assert texts["momentum"] == ["$s_0 = d_0 = 0$", "$s_T, d_T$", "$s_{2T}, d_{2T}$"]
+    assert texts["S"] == ["$S_0 = 0$", "$S_T$", "$S_{2T}$"]
+    assert texts["s,d"] == ["$s_0 = d_0 = 0$", "$s_T, d_T$", "$s_{2T}, d_{2T}$"]
     with pytest.raises(ValueError, match="states"):
         diagrams.draw_chunk_tiling(3, states="softmax")
 

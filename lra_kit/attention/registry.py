@@ -25,7 +25,11 @@ class AttentionSpec:
     ``defaults`` are the options :func:`build_attention` uses where the caller gives none;
     ``causal``: it has a causal form (``causal=True``); ``step``: its causal module has
     ``step()`` (generation one position at a time); ``dropout``: it takes ``dropout`` on an
-    explicit attention matrix; ``extra_sequence``: it reads and returns Luna's extra sequence p.
+    explicit attention matrix; ``extra_sequence``: it reads and returns Luna's extra sequence p (its
+    model layer carries p from layer to layer, and the last layer's p is unused unless pooled);
+    ``post_norm``: its layer is post-LN only (the configs set ``model.norm="post"`` at every scale);
+    ``momentum_connection``: its layer takes the momentum and adaptive connections between layers
+    (Nguyen et al. eqs. 15, 18), which need the attention output V̂ of a residual block.
     """
 
     name: str
@@ -36,6 +40,8 @@ class AttentionSpec:
     step: bool = True
     dropout: bool = False
     extra_sequence: bool = False
+    post_norm: bool = False
+    momentum_connection: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -56,8 +62,9 @@ ATTENTIONS: Mapping[str, AttentionSpec] = _table(
     # β, γ: Nguyen et al. Table 1 (MNIST row); the training configs put each task's row in their place.
     AttentionSpec("momentum", MomentumAttention, "momentum attention (Nguyen et al. eqs. 13, 14)",
                   defaults={"beta": 0.6, "gamma": 0.9}),
+    # Luna eq. 6: X' = LN(X + Y_X), P' = LN(P + Y_P), a post-LN residual layer with no V̂ to carry momentum.
     AttentionSpec("luna", LunaAttention, "Luna pack and unpack (Ma et al. eqs. 3, 4, 7)", dropout=True,
-                  extra_sequence=True),
+                  extra_sequence=True, post_norm=True, momentum_connection=False),
     AttentionSpec("performer", PerformerAttention,
                   "FAVOR+ positive orthogonal random features (Choromanski et al. 2021)"),
 )

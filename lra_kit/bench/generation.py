@@ -37,14 +37,17 @@ import torch
 
 from lra_kit.atomic import check_writable
 from lra_kit.bench.timing import interleaved_times
+from lra_kit.data.registry import task_names, task_spec
 from lra_kit.models.causal_lm import CausalLM
 from lra_kit.results import device_name, make_results, read_results, write_results
 from lra_kit.bench.entry import module_main
 
-METHODS = ("softmax", "softmax-kv-cache", "linear", "momentum")
-PIXELS = {"mnist": 784, "cifar10": 3072}
-# How each method's per-step cost grows with the step (what a scaled prefix time means, see above).
+# The methods timed, in order, and how each one's per-step cost grows with the step (what a scaled prefix
+# time means, see above).
 GROWING = {"softmax": True, "softmax-kv-cache": True, "linear": False, "momentum": False}
+METHODS = tuple(GROWING)
+# The image-generation tasks of the task table and their lengths in pixels.
+PIXELS = {name: task_spec(name).length for name in task_names(suite="pixels")}
 # The papers' row names in appendix Table 5 for our methods (lra_kit.paper_numbers).
 PAPER_ROW = {"softmax": "Softmax", "softmax-kv-cache": "Stateful-softmax", "linear": "Linear (ours)"}
 TINY = {"layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64}  # a smoke-test model (--tiny)
@@ -122,7 +125,7 @@ def _load_average() -> float | None:
         return None
 
 
-def run(tasks=("mnist", "cifar10"), methods=METHODS, batches=(1,), *, max_pixels: dict | None = None,
+def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict | None = None,
         overrides: dict | None = None, device=None, progress: bool = True) -> dict:
     """Time every task × batch × method; returns ``{"rows": [...], "config": {...}, "device": ...}``."""
     tasks, methods, batches = tuple(tasks), tuple(methods), tuple(batches)
@@ -190,7 +193,7 @@ def merge_records(old: dict, new: dict) -> dict:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", nargs="+", choices=tuple(PIXELS), default=["mnist", "cifar10"])
+    parser.add_argument("--tasks", nargs="+", choices=tuple(PIXELS), default=list(PIXELS))
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--batches", type=int, nargs="+", default=[1], help="batch sizes (default 1, Table 5)")
     parser.add_argument("--max-pixels", nargs="+", default=[], metavar="METHOD=N",

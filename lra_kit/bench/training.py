@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from lra_kit.atomic import check_writable
+from lra_kit.attention import attention_spec
 from lra_kit.bench.attention import sdpa_context
 from lra_kit.bench.measure import working_set_peaks
 from lra_kit.bench.timing import interleaved_times
@@ -49,13 +50,13 @@ from lra_kit.results import make_results, write_results
 from lra_kit.bench.entry import module_main
 
 BASELINES = ("softmax_materialised", "softmax_sdpa")
-METHODS = BASELINES + ("linear", "performer", "momentum", "luna-16", "luna-128", "luna-256")
-# The attention of each method and its options beyond the registry's defaults; Luna's l is the suffix.
-# Momentum: β, γ of Nguyen et al. Table 1, Text row.
+# The methods timed, in order: the attention of each and its options beyond the registry's defaults; Luna's l is
+# the suffix. Momentum: β, γ of Nguyen et al. Table 1, Text row.
 _ATTENTION = {"softmax_materialised": ("softmax", {}), "softmax_sdpa": ("softmax", {}), "linear": ("linear", {}),
               "performer": ("performer", {}), "momentum": ("momentum", {"beta": 0.6, "gamma": 2.0}),
               "luna-16": ("luna", {"tie_kv": False}), "luna-128": ("luna", {"tie_kv": False}),
               "luna-256": ("luna", {"tie_kv": False})}
+METHODS = tuple(_ATTENTION)
 MODELS = {
     "luna-text": dict(layers=4, d_model=256, n_heads=4, d_ff=1024),   # Luna Table 7 / Tay et al., Text
     "momentum": dict(layers=2, d_model=64, n_heads=2, d_ff=128),      # Nyströmformer lra_config.py
@@ -75,7 +76,7 @@ def model_config(method: str, model: str) -> ModelConfig:
     if model not in MODELS:
         raise ValueError(f"model must be one of {tuple(MODELS)}, got {model!r}")
     attention, options = _ATTENTION[method]
-    luna_length = int(method.split("-")[1]) if attention == "luna" else 16
+    luna_length = int(method.split("-")[1]) if attention_spec(attention).extra_sequence else 16
     cfg = ModelConfig(attention=attention, attention_options=dict(options), dropout=0.0, attention_dropout=0.0,
                       norm="post", pooling="mean", luna_length=luna_length, **MODELS[model])
     return cfg.validate()

@@ -84,7 +84,7 @@ def _generate(args) -> int:
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``data`` and its sub-commands on the top-level ``lra-kit`` parser."""
     from lra_kit.data.generators.pathfinder import DIFFICULTIES
-    from lra_kit.data.registry import TASKS
+    from lra_kit.data.registry import TASKS, task_names
     from lra_kit.data.store.sources import fetch_names
 
     data = subparsers.add_parser("data", help="datasets: statistics, downloads, generators")
@@ -118,7 +118,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ensure.set_defaults(func=_ensure)
 
     generate = commands.add_parser("generate", help="write a generated set in the official LRA layout")
-    generate.add_argument("what", choices=("listops", "pathfinder"))
+    generate.add_argument("what", choices=task_names(lra_layout=True))
     generate.add_argument("--out", required=True, help="output folder")
     generate.add_argument("--scale", choices=SCALES, default=None, help="default: $LRA_KIT_SCALE or smoke")
     generate.add_argument("--seed", type=int, default=0)

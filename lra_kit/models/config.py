@@ -2,7 +2,7 @@
 
 One ``ModelConfig`` describes every model of the three papers; which model is built from
 it (classifier, dual encoder, causal LM) depends on the task's kind, see
-:func:`lra_kit.models.build_model`. The papers' values live in :mod:`lra_kit.train.configs`.
+:func:`lra_kit.models.build_model`. The papers' values live in :mod:`lra_kit.train.paper_configs`.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class ModelConfig:
     mixture_components: int = 10
 
     def validate(self) -> ModelConfig:
-        from lra_kit.attention import ATTENTIONS
+        from lra_kit.attention import ATTENTIONS, attention_spec
 
         choices = {"attention": tuple(sorted(ATTENTIONS)), "connection": CONNECTIONS, "norm": NORMS,
                    "position": POSITIONS, "pooling": POOLINGS, "output": OUTPUTS, "activation": ACTIVATIONS,
@@ -68,11 +68,17 @@ class ModelConfig:
             raise ValueError(f"model.connection_gamma (γ̃) must be > 0, got {self.connection_gamma!r}")
         if not 0.0 < self.adaptive_delta < 1.0:
             raise ValueError(f"model.adaptive_delta (δ) must be in (0, 1), got {self.adaptive_delta!r}")
-        if self.attention == "luna" and (self.norm != "post" or self.connection != "residual"):
-            raise ValueError("Luna layers are post-LN with the residual connection (Luna eq. 6): "
-                             f"got norm={self.norm!r}, connection={self.connection!r}")
-        if self.pooling == "p_mean" and self.attention != "luna":
-            raise ValueError("model.pooling='p_mean' (mean over the final P, Luna Table 3) needs attention='luna'")
+        spec = attention_spec(self.attention)
+        if spec.post_norm and self.norm != "post":
+            raise ValueError(f"{self.attention.capitalize()} layers are post-LN (e.g. Luna eq. 6): "
+                             f"got norm={self.norm!r}")
+        if not spec.momentum_connection and self.connection != "residual":
+            raise ValueError(f"{self.attention.capitalize()} layers use the residual connection (e.g. Luna eq. 6): "
+                             f"got connection={self.connection!r}")
+        if self.pooling == "p_mean" and not spec.extra_sequence:
+            have = [name for name, row in ATTENTIONS.items() if row.extra_sequence]
+            raise ValueError("model.pooling='p_mean' (mean over the final P, Luna Table 3) needs an attention with "
+                             f"an extra sequence ({', '.join(have)}), got attention={self.attention!r}")
         return self
 
 

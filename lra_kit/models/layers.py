@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn as nn
 
-from lra_kit.attention import build_attention
+from lra_kit.attention import attention_spec, build_attention
 from lra_kit.models.config import ModelConfig, attention_kwargs
 
 
@@ -188,7 +188,7 @@ class LunaLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, *, causal: bool = False):
         super().__init__()
         self.cfg, self.causal = cfg, causal
-        self.attn = build_attention("luna", cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
+        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
         self.norm1, self.norm2, self.norm_p = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)
@@ -228,11 +228,12 @@ class Encoder(nn.Module):
         super().__init__()
         cfg.validate()
         self.cfg, self.causal = cfg, causal
-        Layer = LunaLayer if cfg.attention == "luna" else TransformerLayer
+        carries_p = attention_spec(cfg.attention).extra_sequence
+        Layer = LunaLayer if carries_p else TransformerLayer
         self.layers = nn.ModuleList(Layer(cfg, causal=causal) for _ in range(cfg.layers))
         self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.final_norm else nn.Identity()
         self.p0 = None
-        if cfg.attention == "luna" and not causal:
+        if carries_p and not causal:
             self.p0 = nn.Parameter(torch.randn(cfg.luna_length, cfg.d_model) * cfg.d_model ** -0.5)
             self.p_drop = nn.Dropout(cfg.dropout)
 

@@ -57,26 +57,6 @@ def _train(args) -> int:
     return 0
 
 
-def _load_run(run_dir: str, device: str):
-    """The run's Trainer with its best (else its latest) weights; the checkpoint is read safely."""
-    from lra_kit.errors import RunDirectoryError
-    from lra_kit.train.checkpoint import load_checkpoint
-    from lra_kit.train.configs import from_dict, load_config_file
-    from lra_kit.train.trainer import Trainer
-
-    path = os.path.join(run_dir, "config.json")
-    if not os.path.isfile(path):
-        raise RunDirectoryError(f"{run_dir} is not a run directory (no config.json); train one with `lra-kit train`")
-    names = [name for name in ("best.pt", "checkpoint.pt") if os.path.exists(os.path.join(run_dir, name))]
-    if not names:
-        raise RunDirectoryError(f"{run_dir} has no checkpoint yet (best.pt or checkpoint.pt)")
-    cfg = from_dict(load_config_file(path))
-    state = load_checkpoint(os.path.join(run_dir, names[0]))["model"]  # before the data: a bad file fails fast
-    trainer = Trainer(cfg, run_dir, device=device, progress=False)
-    trainer.model.load_state_dict(state)
-    return trainer, names[0]
-
-
 def _check_generate_args(args) -> None:
     from lra_kit.errors import ConfigError
 
@@ -88,7 +68,9 @@ def _check_generate_args(args) -> None:
 
 
 def _eval(args) -> int:
-    trainer, which = _load_run(args.run_dir, args.device)
+    from lra_kit.train.runs import load_run
+
+    trainer, which = load_run(args.run_dir, args.device)
     metrics = trainer.evaluate(args.split)
     print(json.dumps({"run_dir": args.run_dir, "checkpoint": which, "split": args.split,
                       "scale": trainer.cfg.scale, **metrics}, indent=2))
@@ -99,14 +81,17 @@ def _generate(args) -> int:
     import torch
 
     from lra_kit.atomic import check_writable
+    from lra_kit.data.registry import LM_TASKS
     from lra_kit.errors import ConfigError
+    from lra_kit.train.runs import load_run
+    from lra_kit.train.samples import save_image_grid
 
     _check_generate_args(args)
     path = args.out or os.path.join(args.run_dir, "samples.png")
-    trainer, which = _load_run(args.run_dir, args.device)
+    trainer, which = load_run(args.run_dir, args.device)
     cfg, model = trainer.cfg, trainer.model
     if trainer.kind != "lm":
-        raise ConfigError(f"generate needs a language-model task (copy, mnist, cifar10), not {cfg.task!r}")
+        raise ConfigError(f"generate needs a language-model task ({', '.join(LM_TASKS)}), not {cfg.task!r}")
     test = trainer.datasets["test"]
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     items = [test[i] for i in range(min(args.n, len(test)))]
@@ -136,33 +121,12 @@ def _generate(args) -> int:
     return 0
 
 
-def save_image_grid(pixels, path: str, *, channels: int = 1, columns: int = 0) -> None:
-    """Write (n, H·W·channels) 8-bit pixel sequences as one PNG grid (atomically)."""
-    import numpy as np
-    import torch
-    from PIL import Image
-
-    from lra_kit.atomic import atomic_write
-
-    arr = pixels.clamp(0, 255).to(dtype=torch.uint8).numpy()
-    n = arr.shape[0]
-    side = round(math.sqrt(arr.shape[1] // channels))
-    images = arr.reshape(n, side, side, channels)
-    cols = columns or math.ceil(math.sqrt(n))
-    rows = math.ceil(n / cols)
-    grid = np.zeros((rows * (side + 2), cols * (side + 2), channels), dtype=np.uint8)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        grid[r * (side + 2) + 1: r * (side + 2) + 1 + side, c * (side + 2) + 1: c * (side + 2) + 1 + side] = images[i]
-    with atomic_write(path, "wb") as f:
-        Image.fromarray(grid[..., 0] if channels == 1 else grid).save(f, format="PNG")
-
-
 def add_parser(subparsers) -> None:
     from lra_kit.attention import ATTENTIONS
+    from lra_kit.data.registry import TASKS
     from lra_kit.models.config import CONNECTIONS
     from lra_kit.scales import SCALES
-    from lra_kit.train.configs import PRESETS, TASKS
+    from lra_kit.train.paper_configs import PRESETS
 
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("train", help="train a model on a task (resumes an existing run directory)",
@@ -173,7 +137,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--attention", choices=sorted(ATTENTIONS))
     p.add_argument("--scale", choices=SCALES, help="smoke | book | cpu | paper (default: $LRA_KIT_SCALE or smoke)")
     p.add_argument("--preset", choices=sorted(PRESETS),
-                   help="a named reduced scale (train/configs.py PRESETS), e.g. lra-cpu: LRA on a CPU in minutes")
+                   help="a named reduced scale (PRESETS of train/paper_configs.py), e.g. lra-cpu: LRA on a CPU "
+                        "in minutes")
     p.add_argument("--connection", choices=CONNECTIONS,
                    help="residual (default), momentum (eq. 15) or adaptive (eq. 18) connection, β̃/γ̃ from Table 1")
     p.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<task>-<attention>-<scale>)")

@@ -4,13 +4,16 @@ Katharopoulos et al. Fig. 3 (and appendix Figs. 6-7) show MNIST samples drawn pi
 completions of test digits whose lower part is hidden; Nguyen et al. Fig. 3 shows samples of softmax,
 linear and adaptive momentum. :func:`sample_pictures` draws both from one model with the recurrent
 generation of :meth:`lra_kit.models.causal_lm.CausalLM.generate` and returns the pixel arrays;
-:func:`save_pictures` writes them as PNG grids with a JSON saying where they came from.
+:func:`save_pictures` writes them as PNG grids (:func:`save_image_grid`, which ``lra-kit generate`` uses too)
+with a JSON saying where they came from.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 
+import numpy as np
 import torch
 
 from lra_kit.atomic import atomic_write
@@ -42,11 +45,27 @@ def sample_pictures(model, test, *, n: int = 16, n_completions: int = 8, keep_ro
             "n_completions": n_completions, "keep_rows": keep_rows, "seed": seed, "temperature": temperature}
 
 
+def save_image_grid(pixels, path: str, *, channels: int = 1, columns: int = 0) -> None:
+    """Write (n, H·W·channels) 8-bit pixel sequences as one PNG grid (atomically)."""
+    from PIL import Image
+
+    arr = pixels.clamp(0, 255).to(dtype=torch.uint8).numpy()
+    n = arr.shape[0]
+    side = round(math.sqrt(arr.shape[1] // channels))
+    images = arr.reshape(n, side, side, channels)
+    cols = columns or math.ceil(math.sqrt(n))
+    rows = math.ceil(n / cols)
+    grid = np.zeros((rows * (side + 2), cols * (side + 2), channels), dtype=np.uint8)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        grid[r * (side + 2) + 1: r * (side + 2) + 1 + side, c * (side + 2) + 1: c * (side + 2) + 1 + side] = images[i]
+    with atomic_write(path, "wb") as f:
+        Image.fromarray(grid[..., 0] if channels == 1 else grid).save(f, format="PNG")
+
+
 def save_pictures(pictures: dict, out_dir: str, name: str, provenance: dict) -> dict:
     """Write ``<name>-samples.png`` and ``<name>-completions.png`` (rows: occluded, completed, original) and
     ``<name>-pictures.json`` (the provenance given, e.g. the run's results keys) under ``out_dir``."""
-    from lra_kit.train.cli import save_image_grid
-
     os.makedirs(out_dir, exist_ok=True)
     paths = {"samples": os.path.join(out_dir, f"{name}-samples.png"),
              "completions": os.path.join(out_dir, f"{name}-completions.png")}
@@ -62,4 +81,4 @@ def save_pictures(pictures: dict, out_dir: str, name: str, provenance: dict) -> 
     return record
 
 
-__all__ = ["sample_pictures", "save_pictures"]
+__all__ = ["sample_pictures", "save_image_grid", "save_pictures"]

@@ -32,6 +32,8 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from lra_kit.atomic import check_writable, remove_orphans
+from lra_kit.attention import attention_spec
+from lra_kit.data.registry import task_spec
 from lra_kit.errors import ConfigError, OutputPathError, RunDirectoryError
 from lra_kit.models import build_model, bits_per_dim
 from lra_kit.results import make_results, write_results
@@ -43,8 +45,6 @@ from lra_kit.train.distributed import DistInfo, all_reduce_sum, barrier, init_di
 from lra_kit.train.lock import run_directory_lock
 from lra_kit.train.optimizers import build_optimizer
 from lra_kit.train.schedules import build_scheduler
-
-PIXEL_TASKS = ("mnist", "cifar10")
 
 
 def default_run_dir(cfg: ExperimentConfig) -> str:
@@ -191,9 +191,10 @@ class Trainer:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
             ids = [self.device.index] if self.device.type == "cuda" else None
-            # Luna's last layer updates a P that no loss reads (unless pooling="p_mean"): its LayerNorm gets no grad.
-            self.ddp = self.train_module = DDP(self.task_loss, device_ids=ids,
-                                               find_unused_parameters=cfg.model.attention == "luna")
+            # An extra sequence's last update (Luna's P) is read by no loss (unless pooling="p_mean"): its
+            # LayerNorm gets no grad.
+            unused = attention_spec(cfg.model.attention).extra_sequence
+            self.ddp = self.train_module = DDP(self.task_loss, device_ids=ids, find_unused_parameters=unused)
         if t.compile:
             self.train_module = torch.compile(self.train_module)
         self.optimizer = build_optimizer([p for p in self.model.parameters() if p.requires_grad], cfg.optim)
@@ -286,7 +287,7 @@ class Trainer:
         module.train(was_training)
         loss_sum, correct, count = all_reduce_sum(sums, self.dist, self.device)
         metrics = {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1), "count": int(count)}
-        if self.cfg.task in PIXEL_TASKS:
+        if task_spec(self.cfg.task).metric == "bits_per_dim":
             metrics["bits_per_dim"] = bits_per_dim(loss_sum, int(count))
         return metrics
 

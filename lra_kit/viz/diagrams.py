@@ -34,14 +34,14 @@ def _check_positive_int(name: str, value) -> None:
 # What the tiling diagram says for each chunked product: the state(s) at a chunk boundary (b = 0, 1, and
 # b > 1 as a format with {b}), and the side panel's four captions.
 _CHUNK_TEXT = {
-    "linear": {
+    "S": {
         "state": ("$S_0 = 0$", "$S_T$", "$S_{{{b}T}}$"),
-        "intra": "intra-chunk: masked $T\\times T$ product\n$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot M_T)V_{[b]}$",
+        "intra": "intra-chunk: masked $T\\times T$ product\n$(\\phi(Q_{[b]})\\phi(K_{[b]})^\\top\\odot L_T)V_{[b]}$",
         "inter": "inter-chunk: never formed; its sum\nreaches the chunk as $\\phi(Q_{[b]})\\,S_{bT}$",
         "update": "state update per chunk:\n$S_{(b+1)T} = S_{bT} + \\phi(K_{[b]})^\\top V_{[b]}$",
         "ends": "$T = 1$: the RNN.   $T = N$: the masked\n$N\\times N$ matrix.",
     },
-    "momentum": {
+    "s,d": {
         "state": ("$s_0 = d_0 = 0$", "$s_T, d_T$", "$s_{{{b}T}}, d_{{{b}T}}$"),
         "intra": "intra-chunk: masked $T\\times T$ product,\neach key weighted by $u(i - j)$",
         "inter": "inter-chunk: never formed; its sum\nreaches the chunk through $s_{bT}$, $d_{bT}$",
@@ -51,20 +51,20 @@ _CHUNK_TEXT = {
 }
 
 
-def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4, states: str = "linear") -> matplotlib.figure.Figure:
+def draw_chunk_tiling(n_chunks: int = 4, *, width: float = 6.4, states: str = "S") -> matplotlib.figure.Figure:
     """The (query i, key j) plane of causal attention cut into n_chunks × n_chunks tiles.
 
     Diagonal tiles: a masked T × T product (the intra-chunk part). Tiles below the diagonal are never
     formed: their total reaches the queries through the state at the start of the query's chunk —
-    linear attention's S (``states="linear"``, chapter 3) or momentum attention's pair s, d
-    (``states="momentum"``, chapter 4).
+    linear attention's S (``states="S"``, chapter 3) or momentum attention's pair s, d
+    (``states="s,d"``, chapter 4).
     """
     _check_positive_int("n_chunks", n_chunks)
     if states not in _CHUNK_TEXT:
         raise ValueError(f"states must be one of {sorted(_CHUNK_TEXT)}, got {states!r}")
     text = _CHUNK_TEXT[states]
     # room for the longer momentum labels, paid for with smaller key labels
-    left, tick_size = (1.2, 8) if states == "linear" else (1.7, 7)
+    left, tick_size = (1.2, 8) if states == "S" else (1.7, 7)
     fig, (ax, side) = plt.subplots(1, 2, figsize=(width, width * 0.5), width_ratios=[1, 1.05])
     intra, inter = "#4C72B0", "#DD8452"
     for b in range(n_chunks):  # b: query chunk (row), counted from the top

@@ -18,8 +18,10 @@ import time
 
 import torch
 
+from lra_kit.attention import ATTENTIONS as REGISTRY
 from lra_kit.attention.heads import split_heads
-from lra_kit.attention.luna import pack_activation
+from lra_kit.attention.luna import LunaAttention, pack_activation
+from lra_kit.attention.modules import LinearAttention, MomentumAttention, SoftmaxAttention
 from lra_kit.attention.naive import (
     naive_causal_mean_product,
     naive_linear_attention,
@@ -31,7 +33,9 @@ from lra_kit.models.causal_lm import CausalLM
 from lra_kit.scales import get_scale
 from lra_kit.train.configs import get_config
 
-ATTENTIONS = ("softmax", "linear", "momentum", "luna")
+# The attentions whose weights attention_weights draws from an oracle, in the registry's order.
+_DRAWN = (SoftmaxAttention, LinearAttention, MomentumAttention, LunaAttention)
+ATTENTIONS = tuple(name for name, spec in REGISTRY.items() if spec.module in _DRAWN)
 STEPS = {"smoke": 60, "book": 300, "paper": 300}
 
 

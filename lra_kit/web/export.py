@@ -37,12 +37,13 @@ import torch
 from lra_kit.errors import LraKitError
 
 FORMAT = "lra-kit-web/1"
-SUPPORTED_ATTENTIONS = ("linear", "momentum", "softmax")
 SUPPORTED_TASKS = {"mnist": {"vocab_size": 256, "length": 784, "image": [28, 28]}}
-# attention options the runtime implements, and the values it implements them for (None: any number)
+# The attentions the runtime implements, the options of each it implements, and the values it implements
+# them for (None: any number).
 _OPTIONS = {"linear": {"feature_map": ("elu",), "eps": None, "compat": (None,)},
             "momentum": {"feature_map": ("elu",), "eps": None, "compat": (None,), "beta": None, "gamma": None},
             "softmax": {"dropout": None}}
+SUPPORTED_ATTENTIONS = tuple(sorted(_OPTIONS))
 MAX_FILE_BYTES = 2_000_000
 
 

@@ -36,6 +36,8 @@ class Bundle:
     files: tuple[DataFile, ...]
     offline: tuple[DataFile, ...] = field(default=())
     extract_to: str | None = None  # a folder under data_dir() to unpack an archive into
+    # an offline copy exists (docs/data-provenance.md), as ``offline`` files or, for MNIST, byte-identical ones
+    offline_copy: bool = False
 
 
 _MNIST_MIRRORS = (
@@ -62,6 +64,7 @@ BUNDLES: dict[str, Bundle] = {
             _mnist("t10k-labels-idx1-ubyte.gz",
                    "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542),
         ),
+        offline_copy=True,
     ),
     "imdb": Bundle(
         "imdb",
@@ -82,6 +85,7 @@ BUNDLES: dict[str, Bundle] = {
                 note="offline copy without train/unsup (docs/data-provenance.md)",
             ),
         ),
+        offline_copy=True,
     ),
     "cifar10": Bundle(
         "cifar10",
@@ -103,6 +107,7 @@ BUNDLES: dict[str, Bundle] = {
                 note="LOSSY JPEG copy (quality 75, PSNR ~30 dB; docs/data-provenance.md)",
             ),
         ),
+        offline_copy=True,
     ),
     "lra": Bundle(
         "lra",
@@ -132,7 +137,7 @@ LISTOPS_NANGIA_BOWMAN_TEST = DataFile(
 
 def fetch_command(name: str) -> str:
     """The command that puts bundle ``name`` in place (quoted in error messages)."""
-    if name in ("mnist", "imdb", "cifar10"):  # these have offline copies (docs/data-provenance.md)
+    if name in BUNDLES and BUNDLES[name].offline_copy:
         return f"lra-kit data fetch {name}   (or point $LRA_KIT_DATA at a folder with the offline copies)"
     return f"lra-kit data fetch {name}"
 
