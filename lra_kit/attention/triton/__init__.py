@@ -1,11 +1,12 @@
 """The GPU path: Triton kernels of the chunked weighted causal product (linear and momentum attention).
 
 Chosen automatically for CUDA tensors when Triton is installed (``pip install -e .[gpu]``); the
-chunked PyTorch code of :mod:`lra_kit.attention.causal_product` stays the reference and the CPU
-path. ``LRA_KIT_TRITON=interpret`` makes :func:`available` say yes for CPU tensors too and runs
-the kernels on them under Triton's interpreter: slow, for tests only. ``LRA_KIT_TRITON=0`` (or
-``with disabled():``) turns the GPU path off; the switches live in
-:mod:`lra_kit.attention.triton.switch`, the host side of the kernels in :mod:`lra_kit.attention.triton.causal_product`.
+chunked PyTorch code of :mod:`lra_kit.attention.chunked` stays the reference and the CPU path; the
+causal op (:mod:`lra_kit.attention.causal_product`) chooses between the two. ``LRA_KIT_TRITON=interpret``
+makes :func:`available` say yes for CPU tensors too and runs the kernels on them under Triton's
+interpreter: slow, for tests only. ``LRA_KIT_TRITON=0`` (or ``with disabled():``) turns the GPU path off.
+The switches live in :mod:`lra_kit.attention.triton.switch`, the host side of the kernels in
+:mod:`lra_kit.attention.triton.causal_product`.
 
 Compiled or interpreted is decided per call by the tensor's device (:func:`kernels_for`), never by
 what was imported first: the kernels module is loaded twice, once with Triton's interpreter flag

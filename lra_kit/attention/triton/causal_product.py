@@ -1,6 +1,7 @@
-"""The weighted causal product on the GPU: host side of the Triton kernels, and its autograd.
+"""The Triton path of the causal op: host side of the Triton kernels, forward and backward.
 
-Same operation as :func:`lra_kit.attention.causal_product.causal_product`,
+:mod:`lra_kit.attention.causal_product` calls :func:`forward` and :func:`backward` from its one autograd
+Function when it chooses this path (CUDA tensors). The operation is the weighted causal product
 
     out_i = Σ_{j≤i} u(i−j) (q_i·k_j) v_j,        u(x) = (1 − β^{x+1}) / (1 − β),
 
@@ -18,9 +19,10 @@ Backward. With g = ∂L/∂out, the adjoint of the state pair at a chunk boundar
 ŝ_t = Σ_{i>t} q_i g_iᵀ and d̂_t = Σ_{i>t} β·u(i−t−1) q_i g_iᵀ (plus the gradients of the final
 state, which start the recursion); then ∇k_j and ∇v_j are the weighted products of eqs. 14–15
 backward in time and ∇q_i that of eq. 13 forward in time (module docstring of
-:mod:`lra_kit.attention.causal_product`), and the adjoint at the start is the gradient of
-``initial_state``. Only q, k, v (and the initial state) are saved; the boundary states are
-recomputed.
+:mod:`lra_kit.attention.chunked`), and the adjoint at the start is the gradient of the starting state.
+The op saves the raw q, k, v, the mask, the output and the starting state; φ and the boundary states are
+recomputed. The kernels compute the numerator only: the normaliser's den and its adjoint come from prefix
+sums (:mod:`lra_kit.attention.normaliser`), inside the same Function as on the chunked path.
 
 Non-causal linear attention is two matrix products, φ(K)ᵀV then φ(Q)·(φ(K)ᵀV), which cuBLAS
 already runs at the hardware's rate; it has no Triton kernel here.
@@ -195,9 +197,10 @@ def forward(spec, q, k, v, keep, state):
     :class:`~lra_kit.attention.causal_state.CausalState` (when ``spec.final``) and what backward needs."""
     dtype = compute_dtype(q.dtype)
     fq, fk = (q, k) if spec.phi is None else (spec.phi.queries(q), spec.phi.keys(k))
-    fq, fk, vv = masked(fq, fk, v, _keep(keep), dtype)
-    # The kernels multiply in the inputs' own type (16-bit tensor cores) and accumulate in float32.
-    fq, fk, vv = fq.to(q.dtype), fk.to(q.dtype), vv.to(v.dtype)
+    fq32, fk32, vv32 = masked(fq, fk, v, _keep(keep), dtype)
+    # The kernels multiply in the inputs' own type (16-bit tensor cores) and accumulate in float32; the
+    # normaliser is summed from the float32 features.
+    fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
     run = _Launch(fq, vv, spec.beta, kernel_chunk(q.dtype, spec.chunk_size))
     qf, kf, vf = run.flat(fq), run.flat(fk), run.flat(vv)
     init = None
@@ -217,7 +220,7 @@ def forward(spec, q, k, v, keep, state):
     z0 = None if state is None else state.z
     z_end = None
     if spec.eps is not None:
-        den, z_end, _ = prefix_denominator(fq.to(dtype), fk.to(dtype), z0, spec.eps, spec.chunk_size)
+        den, z_end, _ = prefix_denominator(fq32, fk32, z0, spec.eps, spec.chunk_size)
         out = out.mul_(den.reciprocal_().mul_(spec.gamma)).to(v.dtype)
     final = None
     if spec.final:
@@ -227,7 +230,7 @@ def forward(spec, q, k, v, keep, state):
             d_T = last[1].view(B, H, run.D, run.M)
         elif spec.keep_d:
             # β = 0: d_N = Σ_j 0^{N−1−j} k_j v_jᵀ is the newest k vᵀ alone (the kernels never store it)
-            d_T = fk[:, :, -1, :, None].float() * vv[:, :, -1, None, :].float()
+            d_T = fk[:, :, -1, :, None].float() * vv[:, :, -1, None, :].float()  # as the kernels saw them
         else:
             d_T = None
         final = CausalState(s_T, d_T, z_end)
