@@ -9,9 +9,9 @@ from lra_kit.attention import causal_product, linear_attention, momentum_attenti
 from lra_kit.attention import triton as gpu
 
 CASES = {
-    "linear": lambda q, k, v: linear_attention(q, k, v, causal=True),
-    "momentum": lambda q, k, v: momentum_attention(q, k, v, beta=0.6, gamma=1.0, causal=True),
-    "product": lambda q, k, v: causal_product(q.abs(), k.abs(), v, beta=0.6, chunk_size=16),
+    "linear": lambda q, k, v: linear_attention(q, k, v, causal=True)[0],
+    "momentum": lambda q, k, v: momentum_attention(q, k, v, beta=0.6, gamma=1.0, causal=True)[0],
+    "product": lambda q, k, v: causal_product(q.abs(), k.abs(), v, beta=0.6, chunk_size=16)[0],
 }
 
 

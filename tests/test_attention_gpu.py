@@ -36,7 +36,7 @@ def test_linear_cuda(dtype, causal, N):
     q, k, v = rand_qkv(2, 4, N, 32)
     mask = right_padding_mask([N, max(1, N // 3)], N)
     ref = naive_linear_attention(q, k, v, causal=causal, key_padding_mask=mask)
-    out = linear_attention(*(t.cuda().to(dtype) for t in (q, k, v)), causal=causal, key_padding_mask=mask.cuda())
+    out, _ = linear_attention(*(t.cuda().to(dtype) for t in (q, k, v)), causal=causal, key_padding_mask=mask.cuda())
     assert out.dtype == dtype and out.is_cuda
     assert rel_rms(out, ref) < TOL[dtype]
 
@@ -47,7 +47,7 @@ def test_linear_cuda(dtype, causal, N):
 def test_momentum_cuda(dtype, causal, beta):
     q, k, v = rand_qkv(2, 4, 777, 32)
     ref = naive_momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=causal)
-    out = momentum_attention(*(t.cuda().to(dtype) for t in (q, k, v)), beta=beta, gamma=0.9, causal=causal)
+    out, _ = momentum_attention(*(t.cuda().to(dtype) for t in (q, k, v)), beta=beta, gamma=0.9, causal=causal)
     assert torch.isfinite(out).all()
     assert rel_rms(out, ref) < TOL[dtype]
 
@@ -58,7 +58,7 @@ def test_causal_gradients_cuda(dtype):
     g = torch.randn(1, 2, 513, 16, dtype=torch.float64)
     ref = torch.autograd.grad((naive_momentum_attention(q, k, v, beta=0.5, causal=True) * g).sum(), (q, k, v))
     qc, kc, vc = (t.detach().cuda().to(dtype).requires_grad_() for t in (q, k, v))
-    out = momentum_attention(qc, kc, vc, beta=0.5, causal=True)
+    out, _ = momentum_attention(qc, kc, vc, beta=0.5, causal=True)
     grads = torch.autograd.grad((out * g.cuda().to(dtype)).sum(), (qc, kc, vc))
     for a, b in zip(grads, ref, strict=False):
         assert rel_rms(a, b) < 5 * TOL[dtype]

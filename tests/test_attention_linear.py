@@ -4,7 +4,6 @@ import torch
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
 
 from lra_kit.attention import causal_product, linear_attention, linear_attention_step
-from lra_kit.attention.causal_product import CausalProduct
 from lra_kit.attention.naive import (
     naive_cumulative_state_causal_product,
     naive_linear_attention,
@@ -28,7 +27,7 @@ SHAPES = [  # (B, H, N, D, M): length 1, head dim 1, lengths not divisible by th
 def test_linear_matches_kernel_matrix_oracle(shape, causal, feature_map):
     B, H, N, D, M = shape
     q, k, v = rand_qkv(B, H, N, D, M)
-    out = linear_attention(q, k, v, causal=causal, feature_map=feature_map)
+    out, _ = linear_attention(q, k, v, causal=causal, feature_map=feature_map)
     ref = naive_linear_attention(q, k, v, causal=causal, feature_map=feature_map)
     assert out.shape == (B, H, N, M)
     assert_close(out, ref, msg=f"{shape} causal={causal} {feature_map}")
@@ -37,7 +36,7 @@ def test_linear_matches_kernel_matrix_oracle(shape, causal, feature_map):
 @pytest.mark.parametrize("chunk_size", [1, 3, 16, 64, 1000])
 def test_causal_linear_any_chunk_size(chunk_size):
     q, k, v = rand_qkv(2, 2, 37, 4, 6)
-    out = linear_attention(q, k, v, causal=True, chunk_size=chunk_size)
+    out, _ = linear_attention(q, k, v, causal=True, chunk_size=chunk_size)
     assert_close(out, naive_linear_attention(q, k, v, causal=True))
 
 
@@ -45,7 +44,7 @@ def test_callable_feature_map():
     q, k, v = rand_qkv()
     square = lambda x: x * x
     assert_close(
-        linear_attention(q, k, v, causal=True, feature_map=square),
+        linear_attention(q, k, v, causal=True, feature_map=square)[0],
         naive_linear_attention(q, k, v, causal=True, feature_map=square),
     )
 
@@ -55,8 +54,8 @@ def test_parallel_equals_recurrent(shape):
     """Eq. 9 computed in parallel equals the RNN of eqs. 16–20, both as the naive loop and as steps."""
     B, H, N, D, M = shape
     q, k, v = rand_qkv(B, H, N, D, M)
-    parallel = linear_attention(q, k, v, causal=True)
-    assert_close(parallel, naive_linear_recurrent(q, k, v))
+    parallel, _ = linear_attention(q, k, v, causal=True)
+    assert_close(parallel, naive_linear_recurrent(q, k, v)[0])
     state, outs = None, []
     for t in range(N):
         out_t, state = linear_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], state)
@@ -71,16 +70,16 @@ def test_padded_keys_change_nothing_for_real_tokens(causal):
     lengths = [20, 13, 1]
     q, k, v = rand_qkv(B, H, N, D)
     mask = right_padding_mask(lengths, N)
-    out = linear_attention(q, k, v, causal=causal, key_padding_mask=mask)
+    out, _ = linear_attention(q, k, v, causal=causal, key_padding_mask=mask)
     assert_close(out, naive_linear_attention(q, k, v, causal=causal, key_padding_mask=mask))
     for b, n in enumerate(lengths):
-        alone = linear_attention(q[b : b + 1, :, :n], k[b : b + 1, :, :n], v[b : b + 1, :, :n], causal=causal)
+        alone, _ = linear_attention(q[b : b + 1, :, :n], k[b : b + 1, :, :n], v[b : b + 1, :, :n], causal=causal)
         assert_close(out[b : b + 1, :, :n], alone, msg=f"sequence {b}")
     # Garbage in the padding changes no real output.
     k2, v2 = k.clone(), v.clone()
     k2[mask[:, None, :, None].expand_as(k2)] = 1e3
     v2[mask[:, None, :, None].expand_as(v2)] = -1e3
-    out2 = linear_attention(q, k2, v2, causal=causal, key_padding_mask=mask)
+    out2, _ = linear_attention(q, k2, v2, causal=causal, key_padding_mask=mask)
     real = ~mask[:, None, :, None].expand_as(out)
     assert_close(out2[real], out[real])
 
@@ -88,18 +87,18 @@ def test_padded_keys_change_nothing_for_real_tokens(causal):
 def test_padded_keys_get_zero_gradient():
     q, k, v = rand_qkv(2, 2, 12, 3, requires_grad=True)
     mask = right_padding_mask([12, 7], 12)
-    linear_attention(q, k, v, causal=True, key_padding_mask=mask).sum().backward()
+    linear_attention(q, k, v, causal=True, key_padding_mask=mask)[0].sum().backward()
     assert torch.all(k.grad[1, :, 7:] == 0) and torch.all(v.grad[1, :, 7:] == 0)
 
 
 def test_causality_future_perturbation_changes_nothing_in_the_past():
     q, k, v = rand_qkv(2, 2, 50, 4)
-    out = linear_attention(q, k, v, causal=True)
+    out, _ = linear_attention(q, k, v, causal=True)
     t = 23
     q2, k2, v2 = (x.clone() for x in (q, k, v))
     for x in (q2, k2, v2):
         x[:, :, t + 1 :] += torch.randn_like(x[:, :, t + 1 :]) * 5
-    out2 = linear_attention(q2, k2, v2, causal=True)
+    out2, _ = linear_attention(q2, k2, v2, causal=True)
     assert torch.equal(out[:, :, : t + 1], out2[:, :, : t + 1])
     assert not torch.allclose(out[:, :, t + 1 :], out2[:, :, t + 1 :])
 
@@ -108,7 +107,7 @@ def test_causality_future_perturbation_changes_nothing_in_the_past():
 def test_causal_product_gradcheck(beta):
     """The constant-memory backward (eqs. 13–15) against finite differences."""
     q, k, v = rand_qkv(1, 2, 11, 3, 2, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda q, k, v: CausalProduct.apply(q, k, v, beta, 4), (q, k, v))
+    assert torch.autograd.gradcheck(lambda q, k, v: causal_product(q, k, v, beta=beta, chunk_size=4)[0], (q, k, v))
 
 
 @pytest.mark.parametrize("shape", SHAPES[1:])
@@ -116,7 +115,7 @@ def test_linear_gradients_equal_autograd_through_oracle(shape):
     B, H, N, D, M = shape
     q, k, v = rand_qkv(B, H, N, D, M, requires_grad=True)
     grad_out = torch.randn(B, H, N, M, dtype=torch.float64)
-    fast = torch.autograd.grad((linear_attention(q, k, v, causal=True) * grad_out).sum(), (q, k, v))
+    fast = torch.autograd.grad((linear_attention(q, k, v, causal=True)[0] * grad_out).sum(), (q, k, v))
     slow = torch.autograd.grad((naive_linear_attention(q, k, v, causal=True) * grad_out).sum(), (q, k, v))
     for name, a, b in zip("qkv", fast, slow, strict=False):
         assert_close(a, b, rtol=1e-9, atol=1e-9, msg=f"grad {name}")
@@ -144,7 +143,7 @@ def test_memory_custom_gradient_linear_naive_cumulative_quadratic():
     ours, naive = [], []
     for N in (256, 512, 1024):
         q, k, v = rand_qkv(1, 1, N, D, M, dtype=torch.float32, requires_grad=True)
-        ours.append(_bytes_saved_for_backward(lambda *a: causal_product(*a), q, k, v))
+        ours.append(_bytes_saved_for_backward(lambda *a: causal_product(*a)[0], q, k, v))
         naive.append(_bytes_saved_for_backward(naive_cumulative_state_causal_product, q, k, v))
     # Ours saves exactly q, k, v: 3·N·D floats.
     assert ours == [3 * N * D * 4 for N in (256, 512, 1024)]
@@ -155,7 +154,7 @@ def test_memory_custom_gradient_linear_naive_cumulative_quadratic():
 
 def test_float32_close_to_float64_oracle_long_sequence():
     q, k, v = rand_qkv(1, 2, 2048, 16)
-    out = linear_attention(q.float(), k.float(), v.float(), causal=True)
+    out, _ = linear_attention(q.float(), k.float(), v.float(), causal=True)
     ref = naive_linear_attention(q, k, v, causal=True)
     torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-5)
 
@@ -209,7 +208,7 @@ def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
 
 @pytest.mark.parametrize("N, chunk_size", [(1, 64), (63, 64), (64, 64), (200, 64), (37, 5)])
 def test_prefix_sum_equals_cumsum(N, chunk_size):
-    from lra_kit.attention.causal_product import prefix_sum
+    from lra_kit.attention.chunked import prefix_sum
 
     x = torch.randn(2, 3, N, 4, dtype=torch.float64, requires_grad=True)
     assert_close(prefix_sum(x, chunk_size), torch.cumsum(x, dim=2))

@@ -158,7 +158,7 @@ def split_at(parts, m):
 def test_two_parts_equal_whole_and_state_is_the_steps_state(m, chunk_size):
     parts = causal_parts()
     whole, state_n = causal_luna_attention(*parts, output_final_state=True, chunk_size=chunk_size)
-    assert_close(whole, causal_luna_attention(*parts, chunk_size=chunk_size))
+    assert_close(whole, causal_luna_attention(*parts, chunk_size=chunk_size)[0])
     first, second = split_at(parts, m)
     y1, s1 = causal_luna_attention(*first, output_final_state=True, chunk_size=chunk_size)
     y2, s2 = causal_luna_attention(*second, initial_state=s1, output_final_state=True, chunk_size=chunk_size)
@@ -179,17 +179,17 @@ def test_two_parts_equal_whole_and_state_is_the_steps_state(m, chunk_size):
 def test_parallel_continues_from_any_step_state_and_padding():
     parts = causal_parts(B=2, n=15)
     mask = left_padding_mask([15, 10], 15)
-    whole = causal_luna_attention(*parts, key_padding_mask=mask)
+    whole, _ = causal_luna_attention(*parts, key_padding_mask=mask)
     first, second = split_at(parts, 6)
     _, s1 = causal_luna_attention(*first, key_padding_mask=mask[:, :6], output_final_state=True)
     assert s1.t.tolist() == [6, 1]
-    y2 = causal_luna_attention(*second, key_padding_mask=mask[:, 6:], initial_state=s1)
+    y2, _ = causal_luna_attention(*second, key_padding_mask=mask[:, 6:], initial_state=s1)
     assert_close(y2, whole[:, :, 6:])
     # a state built by stepping over row 1's real tokens continues in the parallel form
     row, state = [x[1:] for x in parts[:4]], None
     for t in range(5, 11):
         _, state = causal_luna_step(*(x[:, :, t] for x in row), parts[4], state)
-    y_rest = causal_luna_attention(*(x[:, :, 11:] for x in row), parts[4], initial_state=state)
+    y_rest, _ = causal_luna_attention(*(x[:, :, 11:] for x in row), parts[4], initial_state=state)
     assert_close(y_rest, whole[1:, :, 11:])
 
 
@@ -197,10 +197,10 @@ def test_gradients_through_the_state_equal_the_whole_sequence():
     parts = causal_parts(requires_grad=True, n=19)
     target = torch.randn(2, 3, 19, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     loss = lambda y: (y * target[:, :, -y.shape[2]:]).sum()  # noqa: E731
-    g_whole = torch.autograd.grad(loss(causal_luna_attention(*parts)), parts)
+    g_whole = torch.autograd.grad(loss(causal_luna_attention(*parts)[0]), parts)
     first, second = split_at(parts, 8)
     y1, s1 = causal_luna_attention(*first, output_final_state=True)
-    y2 = causal_luna_attention(*second, initial_state=s1)
+    y2, _ = causal_luna_attention(*second, initial_state=s1)
     g_split = torch.autograd.grad(loss(torch.cat([y1, y2], dim=2)), parts)
     for a, b in zip(g_split, g_whole, strict=False):
         assert_close(a, b)
@@ -231,7 +231,7 @@ def test_backward_keeps_no_length_by_slots_tensor():
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        y = causal_luna_attention(*parts, dropout_p=0.1)
+        y, _ = causal_luna_attention(*parts, dropout_p=0.1)
     assert saved, "the hook saw nothing: the test would prove nothing"
     assert not [s for s in saved if len(s) >= 2 and s[-1] == l and n in s], saved
     # ... while the same computation without the checkpoint saves several
@@ -248,7 +248,7 @@ def test_dropout_is_replayed_in_backward():
     parts = causal_parts(requires_grad=True)
     counts = real_token_counts(None, 2, 23)
     torch.manual_seed(7)
-    fast = torch.autograd.grad(causal_luna_attention(*parts, dropout_p=0.4).square().sum(), parts)
+    fast = torch.autograd.grad(causal_luna_attention(*parts, dropout_p=0.4)[0].square().sum(), parts)
     torch.manual_seed(7)
     plain = _causal_luna(*parts, None, None, counts, None, activation="softplus", dropout_p=0.4, chunk_size=64,
                          final=False)

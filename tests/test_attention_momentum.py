@@ -24,9 +24,9 @@ SHAPES = [(1, 1, 1, 1, 1), (2, 3, 17, 5, 4), (1, 2, 130, 8, 3), (2, 1, 64, 1, 1)
 def test_causal_closed_form_equals_recurrence_equals_lra_kit(beta, gamma, shape):
     B, H, N, D, M = shape
     q, k, v = rand_qkv(B, H, N, D, M)
-    out = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
+    out, _ = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
     closed = naive_momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
-    recurrent = naive_momentum_recurrent(q, k, v, beta=beta, gamma=gamma)
+    recurrent, _ = naive_momentum_recurrent(q, k, v, beta=beta, gamma=gamma)
     assert_close(closed, recurrent, rtol=1e-9, atol=1e-9, msg="eq. 13 vs eq. 12")
     assert_close(out, closed, rtol=1e-9, atol=1e-9, msg="lra_kit vs eq. 13")
 
@@ -35,7 +35,7 @@ def test_causal_closed_form_equals_recurrence_equals_lra_kit(beta, gamma, shape)
 @pytest.mark.parametrize("chunk_size", [1, 5, 64])
 def test_causal_any_chunk_size(beta, chunk_size):
     q, k, v = rand_qkv(1, 2, 41, 4)
-    out = momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=True, chunk_size=chunk_size)
+    out, _ = momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=True, chunk_size=chunk_size)
     assert_close(out, naive_momentum_attention(q, k, v, beta=beta, gamma=0.9, causal=True), rtol=1e-9, atol=1e-9)
 
 
@@ -43,7 +43,7 @@ def test_causal_any_chunk_size(beta, chunk_size):
 def test_steps_equal_parallel(beta):
     B, H, N, D = 2, 2, 33, 4
     q, k, v = rand_qkv(B, H, N, D)
-    parallel = momentum_attention(q, k, v, beta=beta, gamma=0.6, causal=True)
+    parallel, _ = momentum_attention(q, k, v, beta=beta, gamma=0.6, causal=True)
     state, outs = None, []
     for t in range(N):
         out_t, state = momentum_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], state, beta=beta, gamma=0.6)
@@ -57,8 +57,8 @@ def test_beta_zero_gamma_one_is_linear_attention(causal):
     q, k, v = rand_qkv()
     mask = right_padding_mask([17, 9], 17)
     assert_close(
-        momentum_attention(q, k, v, beta=0.0, gamma=1.0, causal=causal, key_padding_mask=mask),
-        linear_attention(q, k, v, causal=causal, key_padding_mask=mask),
+        momentum_attention(q, k, v, beta=0.0, gamma=1.0, causal=causal, key_padding_mask=mask)[0],
+        linear_attention(q, k, v, causal=causal, key_padding_mask=mask)[0],
     )
 
 
@@ -68,29 +68,30 @@ def test_noncausal_eq14_uses_each_sequence_true_length(beta):
     lengths = [15, 8, 1]
     q, k, v = rand_qkv(B, H, N, D)
     mask = right_padding_mask(lengths, N)
-    out = momentum_attention(q, k, v, beta=beta, gamma=0.9, key_padding_mask=mask)
+    out, _ = momentum_attention(q, k, v, beta=beta, gamma=0.9, key_padding_mask=mask)
     assert_close(out, naive_momentum_attention(q, k, v, beta=beta, gamma=0.9, key_padding_mask=mask))
     for b, n in enumerate(lengths):  # a padded sequence gives what the unpadded one gives
-        alone = momentum_attention(q[b : b + 1, :, :n], k[b : b + 1, :, :n], v[b : b + 1, :, :n], beta=beta, gamma=0.9)
+        alone, _ = momentum_attention(q[b : b + 1, :, :n], k[b : b + 1, :, :n], v[b : b + 1, :, :n], beta=beta,
+                                      gamma=0.9)
         assert_close(out[b : b + 1, :, :n], alone)
 
 
 def test_causal_padding_and_future_leakage():
     q, k, v = rand_qkv(2, 2, 40, 3)
     mask = right_padding_mask([40, 25], 40)
-    out = momentum_attention(q, k, v, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
+    out, _ = momentum_attention(q, k, v, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
     assert_close(out, naive_momentum_attention(q, k, v, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask))
     q2, k2, v2 = (x.clone() for x in (q, k, v))
     for x in (q2, k2, v2):
         x[:, :, 20:] = torch.randn_like(x[:, :, 20:])
-    out2 = momentum_attention(q2, k2, v2, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
+    out2, _ = momentum_attention(q2, k2, v2, beta=0.7, gamma=0.8, causal=True, key_padding_mask=mask)
     assert torch.equal(out[:, :, :20], out2[:, :, :20])
 
 
 def test_momentum_gradients_equal_autograd_through_oracle():
     q, k, v = rand_qkv(2, 2, 150, 4, 3, requires_grad=True)  # crosses chunk boundaries
     g = torch.randn(2, 2, 150, 3, dtype=torch.float64)
-    fast = torch.autograd.grad((momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True) * g).sum(), (q, k, v))
+    fast = torch.autograd.grad((momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True)[0] * g).sum(), (q, k, v))
     slow = torch.autograd.grad(
         (naive_momentum_attention(q, k, v, beta=0.8, gamma=0.6, causal=True) * g).sum(), (q, k, v)
     )
@@ -103,7 +104,7 @@ def test_float32_stable_for_beta_near_one(beta):
     """Float32 keeps the accuracy of linear attention even where γ/(1−β)·(S − βD) would cancel."""
     q, k, v = rand_qkv(1, 2, 1500, 16)
     ref = naive_momentum_attention(q, k, v, beta=beta, gamma=1.0, causal=True)
-    out = momentum_attention(q.float(), k.float(), v.float(), beta=beta, gamma=1.0, causal=True)
+    out, _ = momentum_attention(q.float(), k.float(), v.float(), beta=beta, gamma=1.0, causal=True)
     assert torch.isfinite(out).all()
     rel = (out.double() - ref).abs().max() / ref.abs().max()
     assert rel < 1e-5, f"relative error {rel:.2e}"
@@ -111,8 +112,8 @@ def test_float32_stable_for_beta_near_one(beta):
 
 def test_authors_batched_differs_from_eq13_except_at_the_last_position():
     q, k, v = rand_qkv(1, 2, 64, 4)
-    paper = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True)
-    authors = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True, compat="authors_batched")
+    paper, _ = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True)
+    authors, _ = momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True, compat="authors_batched")
     assert_close(authors, naive_momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True, compat="authors_batched"))
     assert_close(authors[:, :, -1], paper[:, :, -1])
     assert (authors[:, :, :-1] - paper[:, :, :-1]).abs().max() > 1e-2
@@ -157,11 +158,11 @@ def test_lra_compat_modes_are_the_unnormalised_nystromformer_attention():
     keep = (~mask)[:, None, :, None].double()
     fq, fk = elu_plus_one(q) / N**0.25, elu_plus_one(k) * keep / N**0.25
     expected = fq @ (fk.transpose(-1, -2) @ (v * keep))
-    assert_close(linear_attention(q, k, v, key_padding_mask=mask, compat="nystromformer"), expected)
+    assert_close(linear_attention(q, k, v, key_padding_mask=mask, compat="nystromformer")[0], expected)
     j = torch.arange(1, N + 1, dtype=torch.float64)
     w = (0.9 * (1 - 0.6 ** (N - j + 1)) / (1 - 0.6))[None, None, :, None]  # the padded length in the weights
     expected = fq @ ((fk * w).transpose(-1, -2) @ (v * keep))
-    got = momentum_attention(q, k, v, beta=0.6, gamma=0.9, key_padding_mask=mask, compat="authors_lra")
+    got, _ = momentum_attention(q, k, v, beta=0.6, gamma=0.9, key_padding_mask=mask, compat="authors_lra")
     assert_close(got, expected)
     with pytest.raises(ValueError, match="causal"):
         linear_attention(q, k, v, causal=True, compat="nystromformer")

@@ -70,7 +70,7 @@ def test_matches_the_explicit_kernel_matrix_oracle(causal):
     fm = favor(8, 24)
     mask = right_padding_mask([21, 13], 21)
     for m in (None, mask):
-        out = performer_attention(q, k, v, feature_map=fm, causal=causal, key_padding_mask=m)
+        out, _ = performer_attention(q, k, v, feature_map=fm, causal=causal, key_padding_mask=m)
         ref = naive_performer_attention(q, k, v, fm.projection, causal=causal, key_padding_mask=m)
         assert_close(out, ref, msg=f"causal={causal} mask={m is not None}")
 
@@ -80,7 +80,7 @@ def test_approaches_softmax_attention_as_features_grow():
     q, k, v = (0.5 * t for t in rand_qkv(1, 2, 30, 8))
     logits = q @ k.transpose(-1, -2) / math.sqrt(8)
     softmax = torch.softmax(logits, -1) @ v
-    errors = [(performer_attention(q, k, v, feature_map=favor(8, m, seed=3)) - softmax).abs().mean().item()
+    errors = [(performer_attention(q, k, v, feature_map=favor(8, m, seed=3))[0] - softmax).abs().mean().item()
               for m in (8, 4096)]
     assert errors[1] < errors[0] / 4 and errors[1] < 0.02
 
@@ -88,7 +88,7 @@ def test_approaches_softmax_attention_as_features_grow():
 def test_causal_equals_step():
     q, k, v = rand_qkv(2, 2, 13, 6, 4)
     fm = favor(6)
-    y = performer_attention(q, k, v, feature_map=fm, causal=True, chunk_size=4)
+    y, _ = performer_attention(q, k, v, feature_map=fm, causal=True, chunk_size=4)
     state, outs = None, []
     for t in range(13):
         out, state = performer_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], state, feature_map=fm)
@@ -111,8 +111,8 @@ def test_features_do_not_change_inside_a_sequence():
     q, k, v = rand_qkv(1, 2, 17, 6)
     k_late = k.clone()
     k_late[:, :, 9:] *= 50
-    y = performer_attention(q, k, v, feature_map=fm, causal=True)
-    assert_close(performer_attention(q, k_late, v, feature_map=fm, causal=True)[:, :, :9], y[:, :, :9])
+    y, _ = performer_attention(q, k, v, feature_map=fm, causal=True)
+    assert_close(performer_attention(q, k_late, v, feature_map=fm, causal=True)[0][:, :, :9], y[:, :, :9])
 
 
 def test_projection_is_fixed_until_redraw_and_saved_in_state_dict():
@@ -146,8 +146,8 @@ def test_float32_keeps_the_float64_answer(head_dim):
     q, k = 3 * q, 3 * k
     fm = favor(head_dim, seed=4)
     for causal in (False, True):
-        ref = performer_attention(q, k, v, feature_map=fm, causal=causal)
-        out = performer_attention(q.float(), k.float(), v.float(), feature_map=fm.float(), causal=causal)
+        ref, _ = performer_attention(q, k, v, feature_map=fm, causal=causal)
+        out, _ = performer_attention(q.float(), k.float(), v.float(), feature_map=fm.float(), causal=causal)
         assert torch.isfinite(out).all()
         torch.testing.assert_close(out.double(), ref, rtol=1e-3, atol=1e-3)
         fm.double()
@@ -158,9 +158,9 @@ def test_half_precision_is_computed_in_float32(dtype):
     q, k, v = rand_qkv(2, 2, 40, 16, dtype=torch.float32)
     fm = FavorPlus(16, generator=torch.Generator().manual_seed(0))
     for causal in (False, True):
-        out = performer_attention(q.to(dtype), k.to(dtype), v.to(dtype), feature_map=fm, causal=causal)
+        out, _ = performer_attention(q.to(dtype), k.to(dtype), v.to(dtype), feature_map=fm, causal=causal)
         assert out.dtype == dtype and torch.isfinite(out).all()
-        ref = performer_attention(q, k, v, feature_map=fm, causal=causal)
+        ref, _ = performer_attention(q, k, v, feature_map=fm, causal=causal)
         torch.testing.assert_close(out.float(), ref, rtol=0.05, atol=0.05)
 
 
@@ -169,14 +169,14 @@ def test_gradients_match_finite_differences():
     fm = favor(3, 5)
     for causal in (False, True):
         assert torch.autograd.gradcheck(
-            lambda q, k, v, causal=causal: performer_attention(q, k, v, feature_map=fm, causal=causal, chunk_size=4),
+            lambda q, k, v, causal=causal: performer_attention(q, k, v, feature_map=fm, causal=causal, chunk_size=4)[0],
             (q, k, v)
         )
 
 
 def test_fully_padded_sequence_gives_zeros_not_nan():
     q, k, v = rand_qkv(2, 1, 5, 4)
-    out = performer_attention(q, k, v, feature_map=favor(4), key_padding_mask=right_padding_mask([5, 0], 5))
+    out, _ = performer_attention(q, k, v, feature_map=favor(4), key_padding_mask=right_padding_mask([5, 0], 5))
     assert torch.isfinite(out).all() and torch.all(out[1] == 0)
 
 

@@ -60,7 +60,7 @@ def test_two_halves_equal_the_whole(kind, beta, chunk_size):
 @pytest.mark.parametrize("kind, beta", [("linear", 0.0)] + [("momentum", b) for b in BETAS])
 def test_parallel_final_state_is_the_state_after_n_steps_and_steps_continue_from_it(kind, beta):
     q, k, v = rand_qkv(2, 3, 90, 4, 5)
-    whole = run(kind, q, k, v, beta=beta, chunk_size=8)
+    whole, _ = run(kind, q, k, v, beta=beta, chunk_size=8)
     out, state = run(kind, q[:, :, :70], k[:, :, :70], v[:, :, :70], beta=beta, chunk_size=8, output_final_state=True)
     _, stepped = steps(kind, q[:, :, :70], k[:, :, :70], v[:, :, :70], None, beta=beta)
     assert_states_close(state, stepped, rtol=1e-9, atol=1e-9)
@@ -71,9 +71,9 @@ def test_parallel_final_state_is_the_state_after_n_steps_and_steps_continue_from
 @pytest.mark.parametrize("kind, beta", [("linear", 0.0), ("momentum", 0.0), ("momentum", 0.8)])
 def test_parallel_continues_from_a_stepped_state(kind, beta):
     q, k, v = rand_qkv(1, 2, 40, 3)
-    whole = run(kind, q, k, v, beta=beta)
+    whole, _ = run(kind, q, k, v, beta=beta)
     first, state = steps(kind, q[:, :, :9], k[:, :, :9], v[:, :, :9], None, beta=beta)
-    second = run(kind, q[:, :, 9:], k[:, :, 9:], v[:, :, 9:], beta=beta, chunk_size=4, initial_state=state)
+    second, _ = run(kind, q[:, :, 9:], k[:, :, 9:], v[:, :, 9:], beta=beta, chunk_size=4, initial_state=state)
     assert_close(torch.cat([first, second], 2), whole, rtol=1e-9, atol=1e-9)
 
 
@@ -157,8 +157,8 @@ def test_float16_matches_float64_at_long_lengths(N, kind, causal):
     q, k, v = rand_qkv(1, 1 if N > 4096 else 2, N, D, dtype=torch.float16)
     kw = {"causal": causal} if kind == "linear" else {"causal": causal, "beta": 0.9, "gamma": 0.8}
     attend = linear_attention if kind == "linear" else momentum_attention
-    out = attend(q, k, v, **kw)
-    ref = attend(q.double(), k.double(), v.double(), **kw)
+    out, _ = attend(q, k, v, **kw)
+    ref, _ = attend(q.double(), k.double(), v.double(), **kw)
     assert out.dtype == torch.float16
     assert torch.isfinite(out).all()
     rel = ((out.double() - ref).abs().max() / ref.abs().max()).item()
@@ -186,7 +186,7 @@ def test_fully_padded_row_gives_zero_output_and_zero_gradient(dtype, kind, causa
     q, k, v = rand_qkv(2, 2, 40, 8, dtype=dtype, requires_grad=True)
     mask = right_padding_mask([40, 0], 40)  # the second sequence is all padding
     kw = {"causal": causal, "key_padding_mask": mask}
-    out = linear_attention(q, k, v, **kw) if kind == "linear" else momentum_attention(q, k, v, beta=0.6, **kw)
+    out, _ = linear_attention(q, k, v, **kw) if kind == "linear" else momentum_attention(q, k, v, beta=0.6, **kw)
     (out.float() * torch.randn(out.shape)).sum().backward()
     assert torch.all(out[1] == 0)
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -204,8 +204,8 @@ def test_causal_attention_saves_only_inputs_and_output():
 
     N, D = 1000, 32
     q, k, v = rand_qkv(1, 2, N, D, dtype=torch.float32, requires_grad=True)
-    for fn in (lambda q, k, v: linear_attention(q, k, v, causal=True),
-               lambda q, k, v: momentum_attention(q, k, v, beta=0.6, causal=True)):
+    for fn in (lambda q, k, v: linear_attention(q, k, v, causal=True)[0],
+               lambda q, k, v: momentum_attention(q, k, v, beta=0.6, causal=True)[0]):
         assert _bytes_saved_for_backward(fn, q, k, v) == 4 * (2 * N * D * 4)  # q, k, v and the output
 
 

@@ -120,16 +120,18 @@ def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 40, 16, generator=gen).to(device) for _ in range(3))
     with gpu.disabled():
-        ref = linear_attention(q, k, v, causal=True)
-        ref_momentum = momentum_attention(q, k, v, beta=0.6, causal=True)
+        ref, _ = linear_attention(q, k, v, causal=True)
+        ref_momentum, _ = momentum_attention(q, k, v, beta=0.6, causal=True)
     assert ((triton_linear(q, k, v) - ref).norm() / ref.norm()).item() < 1e-5
     assert ((triton_linear(q, k, v, final_state=True) - ref).norm() / ref.norm()).item() < 1e-5
     out = triton_momentum(q, k, v, beta=0.6, final_state=True)
     assert ((out - ref_momentum).norm() / ref_momentum.norm()).item() < 1e-5
 
+    from lra_kit.attention.triton import causal_product as triton_path
+
     calls = []
-    real = gpu.triton_causal_product
-    monkeypatch.setattr(gpu, "triton_causal_product", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real = triton_path.forward  # the Triton path's entry in the causal op
+    monkeypatch.setattr(triton_path, "forward", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     _attention_fn("linear_causal", 0.6, "auto")(q, k, v)
     _attention_fn("momentum_causal", 0.6, "auto")(q, k, v)
     assert not calls  # the PyTorch path

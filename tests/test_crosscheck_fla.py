@@ -47,7 +47,7 @@ def _from_fla(x: torch.Tensor) -> torch.Tensor:
 
 def test_causal_linear_attention_matches_fla_naive_recurrent():
     q, k, v = _inputs(0)
-    ours = linear_attention(q, k, v, causal=True)
+    ours, _ = linear_attention(q, k, v, causal=True)
     theirs, _ = fla_linear.naive_recurrent_linear_attn(
         _fla_layout(elu_plus_one(q)), _fla_layout(elu_plus_one(k)), _fla_layout(v), scale=1.0, normalize=True)
     torch.testing.assert_close(ours, _from_fla(theirs), rtol=1e-4, atol=1e-5)
@@ -65,7 +65,7 @@ def test_causal_momentum_attention_is_linear_minus_fla_decayed_state(beta):
     numerator = gamma / (1 - beta) * (_from_fla(plain) - beta * _from_fla(decayed))
     denominator = (phi_q * phi_k.cumsum(2)).sum(-1, keepdim=True)
     expected = numerator / denominator
-    ours = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
+    ours, _ = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True)
     torch.testing.assert_close(ours, expected, rtol=1e-4, atol=1e-5)
 
 

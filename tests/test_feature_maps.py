@@ -70,20 +70,21 @@ class Swapped(FeatureMap):
 def test_linear_and_momentum_map_queries_and_keys_with_their_own_side(causal):
     q, k, v = rand_qkv(2, 2, 11, 4)
     ref = naive_linear_attention(q, k, v, causal=causal, feature_map="elu", eps=0.0)
-    assert_close(linear_attention(q, k, v, causal=causal, feature_map=Asymmetric(), eps=0.0), ref)
-    assert_close(momentum_attention(q, k, v, beta=0.0, causal=causal, feature_map=Asymmetric(), eps=0.0), ref)
+    assert_close(linear_attention(q, k, v, causal=causal, feature_map=Asymmetric(), eps=0.0)[0], ref)
+    assert_close(momentum_attention(q, k, v, beta=0.0, causal=causal, feature_map=Asymmetric(), eps=0.0)[0], ref)
     # explicit kernel matrix φ_Q(Q)φ_K(K)ᵀ of the two different sides
     phi = Swapped()
     A = phi.queries(q) @ phi.keys(k).transpose(-1, -2)
     A = A.tril() if causal else A
-    assert_close(linear_attention(q, k, v, causal=causal, feature_map=phi, eps=0.0), (A @ v) / A.sum(-1, keepdim=True))
+    out, _ = linear_attention(q, k, v, causal=causal, feature_map=phi, eps=0.0)
+    assert_close(out, (A @ v) / A.sum(-1, keepdim=True))
 
 
 def test_step_functions_map_queries_and_keys_with_their_own_side():
     q, k, v = rand_qkv(1, 2, 6, 3)
     phi = Swapped()
-    y = linear_attention(q, k, v, causal=True, feature_map=phi)
-    y_m = momentum_attention(q, k, v, beta=0.4, causal=True, feature_map=phi)
+    y, _ = linear_attention(q, k, v, causal=True, feature_map=phi)
+    y_m, _ = momentum_attention(q, k, v, beta=0.4, causal=True, feature_map=phi)
     s_lin = s_mom = None
     for t in range(6):
         out, s_lin = linear_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], s_lin, feature_map=phi)
@@ -108,9 +109,9 @@ def test_the_oracles_map_queries_and_keys_with_their_own_side():
 
     q, k, v = rand_qkv(1, 2, 7, 3)
     phi = Swapped()
-    y = linear_attention(q, k, v, causal=True, feature_map=phi)
+    y, _ = linear_attention(q, k, v, causal=True, feature_map=phi)
     assert_close(naive_linear_attention(q, k, v, causal=True, feature_map=phi), y)
-    assert_close(naive_linear_recurrent(q, k, v, feature_map=phi), y)
-    y_m = momentum_attention(q, k, v, beta=0.3, causal=True, feature_map=phi)
+    assert_close(naive_linear_recurrent(q, k, v, feature_map=phi)[0], y)
+    y_m, _ = momentum_attention(q, k, v, beta=0.3, causal=True, feature_map=phi)
     assert_close(naive_momentum_attention(q, k, v, beta=0.3, causal=True, feature_map=phi), y_m)
-    assert_close(naive_momentum_recurrent(q, k, v, beta=0.3, feature_map=phi), y_m)
+    assert_close(naive_momentum_recurrent(q, k, v, beta=0.3, feature_map=phi)[0], y_m)

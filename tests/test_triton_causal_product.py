@@ -65,7 +65,7 @@ def on_device(*ts, dtype=torch.float32):
 def test_forward_matches_recurrence(beta, N):
     q, k, v, _ = inputs(N)
     ref, _, _ = heavy_ball(q, k, v, beta)
-    out = triton_causal_product(*on_device(q, k, v), beta, chunk_size=CHUNK)
+    out, _ = triton_causal_product(*on_device(q, k, v), beta, chunk_size=CHUNK)
     assert out.shape == v.shape and out.dtype == torch.float32
     assert rel_rms(out, ref) < 1e-6
 
@@ -76,7 +76,7 @@ def test_gradients_match_recurrence(beta):
     qd, kd, vd = (t.clone().requires_grad_() for t in (q, k, v))
     ref = torch.autograd.grad((heavy_ball(qd, kd, vd, beta)[0] * g).sum(), (qd, kd, vd))
     qt, kt, vt = on_device(q, k, v)
-    out = triton_causal_product(qt, kt, vt, beta, chunk_size=CHUNK)
+    out, _ = triton_causal_product(qt, kt, vt, beta, chunk_size=CHUNK)
     grads = torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt))
     for name, a, b in zip("qkv", grads, ref, strict=False):
         assert rel_rms(a, b) < 1e-5, name
@@ -106,9 +106,9 @@ def test_prompt_then_continuation_equals_whole_sequence():
     """Processing a prompt, keeping (s, d), then the rest = processing everything at once (prefill semantics)."""
     q, k, v, _ = inputs(50, seed=4)
     q, k, v = (t.to(DEVICE, torch.float32) for t in (q, k, v))
-    whole = triton_causal_product(q, k, v, 0.9, chunk_size=CHUNK)
+    whole, _ = triton_causal_product(q, k, v, 0.9, chunk_size=CHUNK)
     head, state = triton_causal_product(q[:, :, :21], k[:, :, :21], v[:, :, :21], 0.9, None, True, chunk_size=CHUNK)
-    tail = triton_causal_product(q[:, :, 21:], k[:, :, 21:], v[:, :, 21:], 0.9, state, chunk_size=CHUNK)
+    tail, _ = triton_causal_product(q[:, :, 21:], k[:, :, 21:], v[:, :, 21:], 0.9, state, chunk_size=CHUNK)
     assert rel_rms(torch.cat([head, tail], dim=2), whole.double()) < 1e-6
 
 
@@ -120,7 +120,7 @@ def test_low_precision_inputs_keep_float32_states(dtype):
     ref = heavy_ball(qd, kd, vd, 0.99)[0]
     ref_grads = torch.autograd.grad((ref * g).sum(), (qd, kd, vd))
     qt, kt, vt = on_device(q, k, v, dtype=dtype)
-    out = triton_causal_product(qt, kt, vt, 0.99, chunk_size=CHUNK)
+    out, _ = triton_causal_product(qt, kt, vt, 0.99, chunk_size=CHUNK)
     assert out.dtype == dtype
     assert rel_rms(out, ref) < 1e-2  # the output's own rounding (8-bit mantissa in bf16) dominates
     for a, b in zip(torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads, strict=False):
@@ -134,7 +134,7 @@ def test_wide_heads_split_into_several_state_and_column_blocks():
     ref = heavy_ball(qd, kd, vd, 0.9)[0]
     ref_grads = torch.autograd.grad((ref * g).sum(), (qd, kd, vd))
     qt, kt, vt = on_device(q, k, v)
-    out = triton_causal_product(qt, kt, vt, 0.9, chunk_size=CHUNK)
+    out, _ = triton_causal_product(qt, kt, vt, 0.9, chunk_size=CHUNK)
     assert rel_rms(out, ref) < 1e-6
     for name, a, b in zip("qkv", torch.autograd.grad((out * g.to(out)).sum(), (qt, kt, vt)), ref_grads, strict=False):
         assert rel_rms(a, b) < 1e-5, name
@@ -142,8 +142,8 @@ def test_wide_heads_split_into_several_state_and_column_blocks():
 
 def test_agrees_with_the_pytorch_path_at_chunk_32():
     q, k, v, _ = inputs(70, D=16, M=16, seed=6)
-    ref = causal_product(q, k, v, beta=0.6)
-    out = triton_causal_product(*(t.to(DEVICE, torch.float32) for t in (q, k, v)), 0.6, chunk_size=32)
+    ref, _ = causal_product(q, k, v, beta=0.6)
+    out, _ = triton_causal_product(*(t.to(DEVICE, torch.float32) for t in (q, k, v)), 0.6, chunk_size=32)
     assert rel_rms(out, ref) < 1e-6
 
 
@@ -186,10 +186,10 @@ def test_cuda_bf16_against_pytorch_path_at_length_4k(beta):
     v, g = (torch.randn(2, 4, 4099, 64, generator=gen) for _ in range(2))
     leaves = [t.cuda().requires_grad_() for t in (q, k, v)]
     with gpu.disabled():  # the chunked PyTorch path, not the kernels under test
-        ref = causal_product(*leaves, beta=beta)
+        ref, _ = causal_product(*leaves, beta=beta)
     ref_grads = torch.autograd.grad((ref * g.cuda()).sum(), leaves)
     fast = [t.detach().cuda().bfloat16().requires_grad_() for t in (q, k, v)]
-    out = triton_causal_product(*fast, beta)
+    out, _ = triton_causal_product(*fast, beta)
     assert rel_rms(out, ref) < 2e-2
     for a, b in zip(torch.autograd.grad((out * g.cuda().bfloat16()).sum(), fast), ref_grads, strict=False):
         assert rel_rms(a, b) < 5e-2
@@ -260,7 +260,7 @@ def test_wide_feature_maps_use_64_wide_tiles(monkeypatch):
     result = {}
 
     def run():
-        result["out"] = triton_causal_product(*dev, 0.6, chunk_size=CHUNK)
+        result["out"] = triton_causal_product(*dev, 0.6, chunk_size=CHUNK)[0]
 
     launches = _recorded_launches(monkeypatch, run)
     widths = [kw[b] for _, kw in launches for b in ("BX", "BY", "BZ") if b in kw]
@@ -291,8 +291,8 @@ def test_float32_numerator_on_request():
     v = torch.rand(1, 1, N, 4, generator=gen)
     ref = heavy_ball(*(t.half().double() for t in (q, k, v)), 0.0)[0]
     half = [t.to(DEVICE, torch.float16) for t in (q, k, v)]
-    assert not torch.isfinite(triton_causal_product(*half, 0.0, chunk_size=CHUNK)).all()  # > 65504: why it matters
-    out = triton_causal_product(*half, 0.0, chunk_size=CHUNK, out_dtype=torch.float32)
+    assert not torch.isfinite(triton_causal_product(*half, 0.0, chunk_size=CHUNK)[0]).all()  # > 65504: why it matters
+    out, _ = triton_causal_product(*half, 0.0, chunk_size=CHUNK, out_dtype=torch.float32)
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
     assert rel_rms(out, ref) < 1e-3
 
@@ -308,6 +308,6 @@ def test_positive_coefficients_keep_float32_accurate_where_a_composed_difference
     lag = torch.arange(64)[:, None] - torch.arange(64)[None, :]
     decay = torch.where(lag >= 0, torch.tensor(beta) ** lag.clamp(min=0).float(), torch.zeros(()))
     composed = (scores @ v32 - beta * ((scores * decay) @ v32)) / (1 - beta)
-    ours = triton_causal_product(*(t.to(DEVICE) for t in (q32, k32, v32)), beta, chunk_size=CHUNK)
+    ours, _ = triton_causal_product(*(t.to(DEVICE) for t in (q32, k32, v32)), beta, chunk_size=CHUNK)
     assert rel_rms(ours, ref) < 1e-6
     assert rel_rms(composed, ref) > 30 * rel_rms(ours, ref)

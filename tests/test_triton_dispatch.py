@@ -62,11 +62,11 @@ def test_float16_attention_stays_finite_on_the_triton_path(monkeypatch):
     gen = torch.Generator().manual_seed(5)
     q, k = (torch.rand(1, 1, 700, 16, generator=gen) * 4 + 1 for _ in range(2))
     v = torch.rand(1, 1, 700, 4, generator=gen)
-    ref = linear_attention(*(t.half().double() for t in (q, k, v)), causal=True)
+    ref, _ = linear_attention(*(t.half().double() for t in (q, k, v)), causal=True)
     half = [t.half() for t in (q, k, v)]
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
-    out = linear_attention(*half, causal=True)
-    mom = momentum_attention(*half, beta=0.9, gamma=1.0, causal=True)
+    out, _ = linear_attention(*half, causal=True)
+    mom, _ = momentum_attention(*half, beta=0.9, gamma=1.0, causal=True)
     assert out.dtype == torch.float16 and torch.isfinite(out).all() and torch.isfinite(mom).all()
     torch.testing.assert_close(out.double(), ref, rtol=2e-3, atol=2e-3)
 
@@ -74,6 +74,7 @@ def test_float16_attention_stays_finite_on_the_triton_path(monkeypatch):
 def test_disabled_runs_the_pytorch_path(monkeypatch):
     """``disabled()`` is how a reference is computed beside the kernels: no Triton call inside it."""
     from lra_kit.attention import triton as gpu
+    from lra_kit.attention.triton import causal_product as triton_path
 
     q, k, v, _ = _inputs(2)
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
@@ -81,7 +82,7 @@ def test_disabled_runs_the_pytorch_path(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the Triton path was called inside disabled()")
 
-    monkeypatch.setattr(gpu, "triton_causal_product", refuse)
+    monkeypatch.setattr(triton_path, "forward", refuse)  # the Triton path's entry in the causal op
     with gpu.disabled():
         assert not gpu.available(q)
         linear_attention(q, k, v, causal=True)
@@ -105,9 +106,9 @@ from lra_kit.attention import linear_attention
 from lra_kit.attention import triton as gpu
 q, k, v = (torch.randn(1, 1, 40, 8) for _ in range(3))
 with gpu.disabled():
-    ref = linear_attention(q, k, v, causal=True)
+    ref, _ = linear_attention(q, k, v, causal=True)
 os.environ["LRA_KIT_TRITON"] = "interpret"
-torch.testing.assert_close(linear_attention(q, k, v, causal=True), ref, rtol=1e-4, atol=1e-5)
+torch.testing.assert_close(linear_attention(q, k, v, causal=True)[0], ref, rtol=1e-4, atol=1e-5)
 print("ok")
 """
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("TRITON_INTERPRET", "LRA_KIT_TRITON")}
@@ -124,12 +125,12 @@ def test_torch_compile_over_the_triton_path(monkeypatch):
     q, k, v, _ = _inputs(3)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     torch._dynamo.reset()
-    compiled = torch.compile(lambda q, k, v: momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True))
+    compiled = torch.compile(lambda q, k, v: momentum_attention(q, k, v, beta=0.6, gamma=0.9, causal=True)[0])
     out = compiled(*leaves)
     out.square().sum().backward()
     ref_leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     with gpu.disabled():
-        ref = momentum_attention(*ref_leaves, beta=0.6, gamma=0.9, causal=True)
+        ref, _ = momentum_attention(*ref_leaves, beta=0.6, gamma=0.9, causal=True)
     ref.square().sum().backward()
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
     for a, b in zip(leaves, ref_leaves, strict=True):

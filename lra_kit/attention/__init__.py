@@ -4,8 +4,8 @@ Tensors are (batch, heads, length, dim) like ``scaled_dot_product_attention``; `
 (the feature map is applied inside); ``key_padding_mask`` is bool (batch, length), True = padding.
 Every attention is built by name from one table, :data:`ATTENTIONS` (:func:`build_attention`).
 """
-from lra_kit.attention.causal_attention import KernelState, causal_kernel_attention
 from lra_kit.attention.causal_product import ProductState, causal_product
+from lra_kit.attention.causal_state import CausalState
 from lra_kit.attention.compat import (
     authors_batched_momentum_attention,
     authors_lra_momentum_attention,
@@ -47,11 +47,11 @@ from lra_kit.attention.registry import ATTENTIONS, AttentionSpec, attention_name
 from lra_kit.attention.softmax import softmax_attention
 
 __all__ = [
-    "ATTENTIONS", "AttentionSpec", "Elementwise", "FEATURE_MAPS", "FavorPlus", "FeatureMap", "KVCache", "KernelState",
+    "ATTENTIONS", "AttentionSpec", "CausalState", "Elementwise", "FEATURE_MAPS", "FavorPlus", "FeatureMap", "KVCache",
     "LinearAttention", "LinearState", "LunaAttention", "LunaState", "MomentumAttention", "MomentumState",
     "MultiheadAttention", "PerformerAttention", "ProductState", "SoftmaxAttention", "attention_names",
     "attention_spec", "authors_batched_momentum_attention", "authors_lra_momentum_attention", "build_attention",
-    "causal_kernel_attention", "causal_luna_attention", "causal_luna_step", "causal_mean_product", "causal_product",
+    "causal_luna_attention", "causal_luna_step", "causal_mean_product", "causal_product",
     "elu_plus_one", "get_feature_map", "linear_attention", "linear_attention_step", "merge_heads",
     "momentum_attention", "momentum_attention_step", "momentum_weights", "nystromformer_linear_attention",
     "pack_weights", "performer_attention", "performer_attention_step", "positive_random_features",

@@ -1,407 +1,131 @@
-"""The causal product, chunked, with the constant-memory gradient of Katharopoulos et al. §3.3.1.
+"""The causal op: one autograd Function for the causal product of linear and momentum attention, on either path.
 
-The numerator of causal linear attention (eq. 9) and of causal momentum attention
-(Nguyen et al. eq. 13) is one operation, a *weighted causal product*
+    out_i = γ · [Σ_{j≤i} u(i−j) (φ(q_i)·φ(k_j)) v_j  +  read of the starting state] / (φ(q_i)·z_i + ε),
+    z_i = z_0 + Σ_{j≤i} φ(k_j),        u(x) = Σ_{m=0}^{x} βᵐ = (1 − β^{x+1}) / (1 − β),
 
-    out_i = Σ_{j ≤ i} u(i − j) (q_i · k_j) v_j,      u(x) = Σ_{m=0}^{x} βᵐ = (1 − β^{x+1}) / (1 − β),
+Katharopoulos et al. eq. 9 at β = 0, γ = 1, and Nguyen et al. eq. 13 at β > 0; without φ and without the
+normaliser it is the bare weighted causal product (:func:`causal_product`). Its state after position t is
+(s, d, z) of :mod:`lra_kit.attention.causal_state`.
 
-with β = 0 giving u ≡ 1, the plain causal product S_i = Σ_{j≤i} φ(k_j)v_jᵀ of eq. 10.
-
-State. After position t the product is summarised by two (dim × dim_v) matrices, the
-heavy-ball states of eq. 12 (s, and d = −m):
-
-    s_t = Σ_{j≤t} u(t − j) k_j v_jᵀ,       d_t = Σ_{j≤t} β^{t−j} k_j v_jᵀ,
-    Σ_{j ≤ t} u(i − j) k_j v_jᵀ = s_t + β · u(i − t − 1) · d_t        for every later i > t,
-
-which follows from u(a + r) = u(a) + β^{a+1} u(r − 1). Advancing a state over a block of L
-positions is therefore s ← s + β·u(L−1)·d + Σ_a u(L−1−a) k_a v_aᵀ, d ← β^L·d + Σ_a β^{L−1−a} k_a v_aᵀ.
-Every coefficient is positive, so unlike the split "γ/(1−β)·(S − βD)" nothing cancels:
-float32 stays accurate at β = 0.999.
-
-Forward (chunks of C positions). Inside a chunk the product is a small masked matrix
-product; across chunks it needs the state at each chunk start, which the recurrence above
-carries from one chunk boundary to the next, inside a *segment* of at most ``SEGMENT_CHUNKS``
-chunks; segments are visited in order, each starting from the state its predecessor ended
-with. (So the temporaries of one pass are the size of a segment, not of the sequence.)
-
-Backward (eqs. 13–15). The weights depend only on the lag i − j, so each gradient is again
-a weighted causal product, forward in time for ∇q and backward in time for ∇k and ∇v:
-
-    ∇q_i = Σ_{j≤i} u(i−j) (g_i·v_j) k_j,   ∇k_j = Σ_{i≥j} u(i−j) (v_j·g_i) q_i,   ∇v_j = Σ_{i≥j} u(i−j) (q_i·k_j) g_i.
-
-∇q reuses the forward states Σ k vᵀ; ∇k and ∇v share the backward-in-time states Σ g qᵀ
-(eqs. 14 and 15 are the same cumulative sum, transposed). Segments are visited last to first;
-the gradient of a segment's starting state is the gradient of the state its predecessor ended with.
-Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-memory-gradient``).
+Two paths compute it: the chunked PyTorch code (:mod:`lra_kit.attention.chunked`; the reference and the CPU path)
+and the Triton kernels (:mod:`lra_kit.attention.triton.causal_product`; CUDA tensors). :func:`_path` chooses one,
+once, here; both take φ, the padding mask, the starting state and the normaliser the same way, inside the one
+Function :class:`CausalProduct`, and both save for backward only the raw q, k, v, the mask, the output (when
+normalised: its gradient is −(g·out)/den) and the states at segment starts — never φ(Q), φ(K) or per-position
+states (Katharopoulos §3.3.1; φ is recomputed in backward through its own autograd, so any feature map works).
+Sums and states are float32 for float16/bfloat16 inputs.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import math
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from lra_kit.attention import triton as gpu
-
-DEFAULT_CHUNK_SIZE = 64
-SEGMENT_CHUNKS = 16
+from lra_kit.attention import chunked
+from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.precision import without_autocast
+from lra_kit.attention.triton import causal_product as triton_path
+from lra_kit.attention.triton import switch as gpu
 
 
 class ProductState(NamedTuple):
-    """(s_t, d_t) of the module docstring; ``d`` is None where β = 0 and nobody asked for it (it never
-    reaches an output then)."""
+    """The state of the bare product :func:`causal_product`: (s, d) of :mod:`lra_kit.attention.causal_state`,
+    (batch, heads, dim, dim_v) each; ``d`` may be None (β = 0)."""
 
     s: torch.Tensor
     d: torch.Tensor | None
 
 
-def without_autocast(method):
-    """Run an autograd Function's forward or backward with autocast off. These passes choose their own
-    types (``compute_dtype``: float32 sums for 16-bit inputs); under autocast each product inside would be
-    recast on its own, and the in-place accumulations (``baddbmm_``, ``addcmul_``) would then meet
-    operands of two types and fail."""
-    @functools.wraps(method)
-    def run(ctx, *args):
-        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
-        off = torch.autocast(device, enabled=False) if device in ("cpu", "cuda") else contextlib.nullcontext()
-        with off:
-            return method(ctx, *args)
+class Spec(NamedTuple):
+    """What the op computes, apart from its tensors. ``phi=None``: q, k are already mapped; ``eps=None``: no
+    normaliser (then ``gamma`` is unused); ``keep_d``: return the final d even at β = 0; ``triton``: the path."""
 
-    return run
-
-
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Low-precision inputs accumulate every sum and state in float32 (float16 overflows at 65504)."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
-def momentum_lag_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
-    """u(x) = (1 − β^{x+1}) / (1 − β) = Σ_{m=0}^{x} βᵐ for integer lags x ≥ −1 (u(−1) = 0).
-
-    Evaluated as −expm1((x+1) log β) / (1 − β), accurate for β near 1.
-    """
-    if beta == 0.0:
-        return (lag >= 0).to(lag.dtype)
-    return -torch.expm1((lag + 1) * math.log(beta)) / (1.0 - beta)
-
-
-def decay_weights(lag: torch.Tensor, beta: float) -> torch.Tensor:
-    """β^x for integer lags x ≥ 0, with 0⁰ = 1 (at β = 0 only the newest term survives)."""
-    return (lag == 0).to(lag.dtype) if beta == 0.0 else torch.exp(lag * math.log(beta))
-
-
-def _scalar_u(x: int, beta: float) -> float:
-    return float(x + 1 > 0) if beta == 0.0 else (1.0 - beta ** (x + 1)) / (1.0 - beta)
-
-
-def segments(n: int, chunk_size: int) -> list[slice]:
-    """Consecutive slices covering range(n): whole chunks, and a last one shorter than a chunk for the remainder —
-    so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of
-    SEGMENT_CHUNKS chunks: the temporaries of a pass are those of one segment, at most a quarter of the output's
-    size. Shorter ones are one segment: there the whole problem is small (a few MB), and splitting it costs time
-    (a pass copying each segment's result, and the per-segment overhead)."""
-    C = max(1, chunk_size)
-    if n < 4 * SEGMENT_CHUNKS * C:
-        size = max(n, 1)
-    else:
-        size = C * SEGMENT_CHUNKS
-    parts = []
-    for a in range(0, n, size):
-        b = min(a + size, n)
-        whole = a + (b - a) // C * C
-        parts += [slice(a, whole)] if whole > a else []
-        parts += [slice(whole, b)] if b > whole else []
-    return parts
-
-
-class _Chunking:
-    """Chunk geometry of one segment and every weight the forward and backward passes share (cached)."""
-
-    def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
-        self.n, self.beta = n, beta
-        self.C = C = max(1, min(chunk_size, n))
-        self.n_chunks = nc = -(-n // C)
-        self.pad = nc * C - n
-        pos = torch.arange(C, device=device, dtype=dtype)
-        lag = pos[:, None] - pos[None, :]
-        self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
-        from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
-        self.forward = {"w_sigma": momentum_lag_weights(to_end, beta).T, "w_delta": decay_weights(to_end, beta).T,
-                        "read": beta * momentum_lag_weights(from_start, beta)}
-        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T,
-                        "w_delta": decay_weights(from_start, beta).T,
-                        "read": beta * momentum_lag_weights(to_end, beta)}
-        # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
-        # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
-        self.mask = (lag >= 0).to(dtype)  # the normaliser's weights, 1 for b ≤ a (the same as intra at β = 0)
-
-    def split(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
-        if self.pad:
-            x = F.pad(x, (0, 0, 0, self.pad))
-        return x.reshape(*x.shape[:2], self.n_chunks, self.C, x.shape[-1])
-
-    def join(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
-
-    def states(self, x: torch.Tensor, y: torch.Tensor, start: ProductState | None, reverse: bool):
-        """(s, d) of Σ u(lag) x yᵀ at each chunk's boundary, (B, H, n_chunks, Dx, Dy) each (d None at β = 0), and
-        the state at the segment's far end.
-
-        Forward: at each chunk's start; ``start`` = the state before the segment; far end = after it.
-        Reverse in time: at each chunk's end; ``start`` = the state after the segment; far end = before it.
-        """
-        beta, nc = self.beta, self.n_chunks
-        xt = x.transpose(-1, -2)
-        w = self.reverse if reverse else self.forward
-        if beta == 0.0:
-            sigma, delta = xt @ y, None
-        else:
-            sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
-        s, d = torch.empty_like(sigma), None if delta is None else torch.empty_like(delta)
-        for t, t0 in ((s, None if start is None else start.s), (d, None if start is None else start.d)):
-            if t is not None:
-                first = t[:, :, nc - 1 if reverse else 0]
-                first.zero_() if t0 is None else first.copy_(t0)
-        # The heavy-ball recurrence of eq. 12 from one chunk boundary to the next, C positions on:
-        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
-        order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
-        step_s, step_d = beta * _scalar_u(self.C - 1, beta), beta**self.C
-        for prev, c in zip(order, order[1:] + [None], strict=False):
-            s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
-                s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
-            if d is not None:
-                s_next.add_(d[:, :, prev], alpha=step_s)
-                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d,
-                                   out=None if c is None else d[:, :, c])
-        far = ProductState(s_next, d_next if d is not None else None)
-        return s, d, far
-
-    def running_sums(self, x: torch.Tensor, start: torch.Tensor | None, reverse: bool):
-        """Σ x over the positions before each chunk (forward; after it, reverse in time) plus ``start``,
-        (B, H, n_chunks, D), and the total with ``start`` (the far end). The normaliser's z of eq. 9 and its adjoint."""
-        totals = x.sum(-2)  # (B, H, n_chunks, D): a few thousand numbers, so a cumulative sum is cheap here
-        if reverse:
-            totals = totals.flip(2)
-        inclusive = torch.cumsum(totals, 2)
-        if start is not None:
-            inclusive += start[:, :, None]
-        exclusive = inclusive - totals
-        return (exclusive.flip(2) if reverse else exclusive), inclusive[:, :, -1]
-
-    @staticmethod
-    def add_product(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """acc += a @ b chunk by chunk, in the matrix product itself (no separate pass over acc); returns acc."""
-        acc.view(-1, *acc.shape[-2:]).baddbmm_(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))
-        return acc
-
-    def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
-        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
-        out = x @ s
-        if d is not None:  # + (β·u(near)·x) @ d, accumulated in the product
-            self.add_product(out, x * (self.reverse if reverse else self.forward)["read"], d)
-        return out
-
-
-@functools.lru_cache(maxsize=64)
-def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device) -> _Chunking:
-    return _Chunking(n, chunk_size, beta, dtype, device)
-
-
-class Normaliser(NamedTuple):
-    """The normaliser of eq. 9 fused into a segment: den_i = q_i·z_i + ε, z_i = z_0 + Σ_{j≤i} k_j (q, k feature-mapped),
-    and out = γ·numerator/den. ``z0``: z before the segment (None = 0). Backward also takes the attention's output
-    ``out`` of the segment and ``gz``, the gradient of z at the segment's end (None = 0)."""
-
-    z0: torch.Tensor | None
-    eps: float
+    phi: object
+    beta: float
     gamma: float
-    out: torch.Tensor | None = None
-    gz: torch.Tensor | None = None
+    eps: float | None
+    chunk_size: int
+    final: bool
+    keep_d: bool
+    triton: bool
+    out_dtype: torch.dtype | None = None
 
 
-def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False, norm: Normaliser | None = None):
-    """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
-    carries, the state after the segment (its d also at β = 0 if ``keep_d``), and z after it (None without ``norm``).
-
-    With ``norm`` the output is γ·out_i / den_i, the denominator read off the same chunk products: its
-    in-chunk part Σ_{j≤i} q_i·k_j is a row sum of the masked score matrix the numerator multiplies by V,
-    its earlier part q_i·z at the chunk start — no separate prefix sum over the positions."""
-    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    # A segment of a longer tensor: copy it once, not once per product.
-    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))
-    scores = qc @ kc.transpose(-1, -2)
-    den = z_end = None
-    if norm is not None:
-        den, _, z_end = _denominator(ch, qc, kc, scores, norm)
-    s, d, final = ch.states(kc, vc, state, reverse=False)
-    out = ch.add_product(ch.read(qc, s, d, reverse=False), scores.mul_(ch.intra), vc)
-    if den is not None:
-        out.mul_(den.reciprocal_().mul_(norm.gamma))
-    if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
-        final = ProductState(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
-    return ch.join(out), final, z_end
-
-
-def _denominator(ch, qc, kc, scores, norm: Normaliser):
-    """den = Σ_{b≤a} q_a·k_b (in the chunk) + q_a·z (chunk start) + ε for every chunked position; z at every chunk
-    start and after the segment."""
-    z_start, z_end = ch.running_sums(kc, norm.z0, reverse=False)
-    in_chunk = (scores * ch.mask if ch.beta else scores.mul_(ch.mask)).sum(-1, keepdim=True)  # β = 0: mask = intra
-    return in_chunk.add_(qc @ z_start[..., None]).add_(norm.eps), z_start, z_end
-
-
-def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None, norm: Normaliser | None = None):
-    """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
-
-    ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
-    u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
-    With ``norm`` (the output of the segment in ``norm.out``), ``g`` is the gradient of the normalised
-    output: the numerator's gradient is g·γ/den and the denominator's h = −(g·out)/den; h enters the same
-    chunk products as the numerator's (the masked score matrix gains h_a on row a), plus h_a·z at each
-    chunk start for ∇q and Σ_{later} h q for ∇k. Also returns z's gradient before the segment (else None).
-    """
-    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
-    scores = h = gz = None
-    if needs[2] or norm is not None:
-        scores = qc @ kc.transpose(-1, -2)
-    if norm is not None:
-        den, z_start, _ = _denominator(ch, qc, kc, scores, norm)
-        h = (gc * ch.split(norm.out.contiguous())).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
-        gc = gc * den.reciprocal_().mul_(norm.gamma)  # ∂/∂numerator
-    gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
-    if h is not None:
-        gv.addcmul_(h, ch.mask)  # + h_a for b ≤ a: the denominator's Σ_{b≤a} q_a·k_b
-    dq = dk = dv = None
-    if needs[0]:
-        s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
-        dq = ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
-        ch.add_product(dq, gv, kc)
-        if h is not None:
-            dq.addcmul_(h, z_start[:, :, :, None])
-        del s, d
-    s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
-    if h is not None:  # Σ_{i later} h_i q_i: the denominator's share of ∇k, and z's gradient before the segment
-        hq_later, gz = ch.running_sums(h * qc, norm.gz, reverse=True)
-    if needs[1]:
-        dk = ch.add_product(ch.read(vc, s, d, reverse=True), gv.transpose(-1, -2), qc)
-        if h is not None:
-            dk += hq_later[:, :, :, None]
-    del gv
-    if needs[2]:
-        dv = ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
-        ch.add_product(dv, scores.mul_(ch.intra).transpose(-1, -2), gc)
-    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before, gz)
-
-
-def _final_state_gradient(dk, dv, k, v, beta, grad_final: ProductState, to_end: torch.Tensor) -> None:
-    """Key j enters the final state as u(n−1−j)·k_j v_jᵀ in s and β^{n−1−j}·k_j v_jᵀ in d (``to_end`` = n−1−j)."""
-    terms = [(momentum_lag_weights(to_end, beta), grad_final.s)]
-    if grad_final.d is not None:
-        terms.append((decay_weights(to_end, beta), grad_final.d))
-    for w, G in terms:
-        if dk is not None:
-            dk += w * (v @ G.transpose(-1, -2))
-        if dv is not None:
-            dv += w * (k @ G)
-
-
-def _initial_state_gradient(later: ProductState, beta: float, n: int, grad_final: ProductState | None) -> ProductState:
-    """Output i reads the initial state as s_0 + β·u(i)·d_0; the final state holds it as s_0 + β·u(n−1)·d_0 and
-    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ);
-    Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
-    s_rev, d_rev = later.s.transpose(-1, -2), None if later.d is None else later.d.transpose(-1, -2)
-    gs = s_rev if d_rev is None else (1.0 - beta) * s_rev + beta * d_rev
-    gd = beta * s_rev
-    if grad_final is not None:
-        gs = gs + grad_final.s
-        gd = gd + (beta * _scalar_u(n - 1, beta)) * grad_final.s
-        if grad_final.d is not None:
-            gd = gd + (beta**n) * grad_final.d
-    return ProductState(gs, gd)
-
-
-def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
-    """Z_i = Σ_{j≤i} x_j along the length of a (batch, heads, length, dim) tensor (Katharopoulos eq. 11).
-
-    The same value as ``torch.cumsum(x, dim=2)``, computed as a lower-triangular matrix product
-    inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
-    not the last one is several times slower.
-    """
-    ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
-    local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
-    if ch.n_chunks > 1:
-        totals = local[:, :, :, -1:]
-        local = local + (torch.cumsum(totals, 2) - totals)
-    return ch.join(local)
-
-
-def _forward_segments(q, k, v, beta, chunk_size, state):
-    """Segments in order; returns the output, the state at each segment start, and the final state."""
-    out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
-    starts, parts = [], segments(q.shape[2], chunk_size)
-    keep_d = beta > 0.0 or (state is not None and state.d is not None)
-    for sl in parts:
-        starts.append(state)
-        out[:, :, sl], state, _ = _forward(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta, chunk_size, state, keep_d)
-    return out, starts, state
+def _path(spec: Spec):
+    return triton_path if spec.triton else chunked
 
 
 class CausalProduct(torch.autograd.Function):
-    """Weighted causal product with the constant-memory backward of eqs. 13–15.
+    """The module docstring's formula, forward and backward, on the path ``spec.triton`` names.
 
-    Saved for backward: q, k, v, plus the state at each segment start (one (dim × dim_v) matrix pair
-    per segment of about n/16 positions; the first is the caller's initial state or None). No
-    per-position or per-chunk state is kept: the backward pass recomputes the chunk states.
-    """
+    Inputs: q, k, v (B, H, N, ·), ``keep`` (B, N) float, 1 for real keys, or None, and the starting state
+    s0, d0, z0 (each may be None). Outputs: out and the final s, d, z (None unless ``spec.final``).
+
+    Saved for backward: q, k, v, the mask, the output when normalised, and the state at each segment start (a
+    few (dim × dim_v) matrices per segment of about n/16 positions on the chunked path; the starting state on
+    the Triton path). Nothing per chunk or position: backward recomputes the chunk states and φ."""
 
     @staticmethod
     @without_autocast
-    def forward(ctx, q, k, v, beta, chunk_size, s0=None, d0=None, final=False):
-        dtype = compute_dtype(q.dtype)
-        state = None if s0 is None else ProductState(s0, d0)
-        out, starts, last = _forward_segments(q.to(dtype), k.to(dtype), v.to(dtype), beta, chunk_size, state)
-        ctx.save_for_backward(q, k, v)
-        ctx.beta, ctx.chunk_size, ctx.starts, ctx.has_d = beta, chunk_size, starts, d0 is not None
-        if not final:
-            return out.to(v.dtype)
-        ctx.final_has_d = last.d is not None
-        return out.to(v.dtype), last.s, last.d
+    def forward(ctx, spec, q, k, v, keep, s0, d0, z0):
+        state = None if s0 is None else CausalState(s0, d0, z0)
+        out, final, memo = _path(spec).forward(spec, q, k, v, keep, state)
+        ctx.save_for_backward(q, k, v, keep, out if spec.eps is not None else None)
+        ctx.spec, ctx.memo = spec, memo
+        ctx.set_materialize_grads(False)  # None, not zeros, for an output the loss does not use
+        return (out, *(final if final is not None else (None, None, None)))
 
     @staticmethod
     @once_differentiable
     @without_autocast
-    def backward(ctx, grad, *grad_final):
-        q, k, v = ctx.saved_tensors
-        dtype = compute_dtype(q.dtype)
-        q, k, v, grad = (t.to(dtype) for t in (q, k, v, grad))
-        needs = (*ctx.needs_input_grad, False, False, False)[:8]  # s0, d0, final may have been left out
-        final = None
-        if grad_final and grad_final[0] is not None:
-            final = ProductState(grad_final[0], grad_final[1] if ctx.final_has_d else None)
-        dq, dk, dv = (torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False))
-        n, parts, later = q.shape[2], segments(q.shape[2], ctx.chunk_size), None
-        for i in range(len(parts) - 1, -1, -1):
-            sl = parts[i]
-            dqs, dks, dvs, later, _ = _backward(q[:, :, sl], k[:, :, sl], v[:, :, sl], grad[:, :, sl], ctx.beta,
-                                             ctx.chunk_size, needs[:3], ctx.starts[i], later)
-            if final is not None:
-                to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
-                _final_state_gradient(dks, dvs, k[:, :, sl], v[:, :, sl], ctx.beta, final, to_end)
-            for full, part in ((dq, dqs), (dk, dks), (dv, dvs)):
-                if full is not None:
-                    full[:, :, sl] = part
-        cast = lambda t, like: None if t is None else t.to(like.dtype)
-        start = _initial_state_gradient(later, ctx.beta, n, final) if any(needs[5:7]) else None
-        ds0 = start.s if needs[5] else None
-        dd0 = start.d if (needs[6] and ctx.has_d) else None
-        grads = (cast(dq, q), cast(dk, k), cast(dv, v), None, None, ds0, dd0, None)
-        return grads[: len(ctx.needs_input_grad)]
+    def backward(ctx, grad, gs, gd, gz):
+        q, k, v, keep, out = ctx.saved_tensors
+        needs = ctx.needs_input_grad[1:4] + ctx.needs_input_grad[5:8]  # q, k, v, s0, d0, z0
+        grad_final = None if gs is None and gd is None and gz is None else CausalState(gs, gd, gz)
+        dq, dk, dv, start = _path(ctx.spec).backward(ctx.spec, q, k, v, keep, out, ctx.memo, grad, grad_final, needs)
+        return (None, dq, dk, dv, None, *(g if need else None for g, need in zip(start, needs[3:], strict=True)))
+
+
+@functools.cache
+def _apply_outside_graph():
+    """CausalProduct.apply outside torch.compile's graph (a graph break around the Triton kernels, which run as
+    they do eagerly): Dynamo cannot trace Triton's interpreter (it fails on its numpy pointer arithmetic), and
+    the compiled kernels inside a compiled graph are unmeasured — the GPU campaign (docs/gpu.md) tries them.
+    Wrapped on first use: ``torch.compiler.disable`` imports Dynamo (and sympy, ~48 MB), which a CPU user never
+    needs."""
+    return torch.compiler.disable(CausalProduct.apply)
+
+
+def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, keep=None, initial_state: CausalState | None = None,
+              output_final_state=False, keep_d=False, triton=None, out_dtype=None):
+    """Run :class:`CausalProduct`; returns ``(out, CausalState or None)``. Arguments are trusted (the public
+    functions check them). ``triton=None`` chooses the path: the Triton kernels where
+    :func:`lra_kit.attention.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
+    triton = gpu.available(q) if triton is None else triton
+    spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
+                bool(output_final_state), bool(keep_d or beta > 0.0), triton, out_dtype)
+    s0, d0, z0 = (None, None, None) if initial_state is None else initial_state
+    apply = _apply_outside_graph() if triton else CausalProduct.apply
+    out, s, d, z = apply(spec, q, k, v, keep, s0, d0, z0)
+    return out, (CausalState(s, d, z) if output_final_state else None)
+
+
+def _check_product(q, v, beta, chunk_size, initial_state):
+    if not 0.0 <= beta < 1.0:
+        raise ValueError(f"beta must be in [0, 1), got {beta}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+    if initial_state is None:
+        return None
+    s0, d0 = initial_state
+    want = (*q.shape[:2], q.shape[-1], v.shape[-1])
+    for name, t in (("s", s0), ("d", d0)):
+        if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != want):
+            raise ValueError(f"initial_state.{name} must be a tensor of shape {want}")
+    return CausalState(s0, d0, None)
 
 
 def causal_product(
@@ -413,38 +137,79 @@ def causal_product(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     initial_state: ProductState | tuple | None = None,
     output_final_state: bool = False,
-):
-    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j with u(x) = Σ_{m≤x} βᵐ; β = 0 is the plain causal product.
+) -> tuple[torch.Tensor, ProductState | None]:
+    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j with u(x) = Σ_{m≤x} βᵐ; β = 0 is the plain causal product (eq. 10).
 
     ``q, k`` are already feature-mapped, shapes (batch, heads, length, dim); ``v`` is
-    (batch, heads, length, dim_v). O(length) memory in forward and backward.
-    ``initial_state`` = (s, d) of the module docstring, (batch, heads, dim, dim_v) each (d may be
-    None), continues an earlier product; ``output_final_state=True`` returns ``(out, (s, d))``.
-    States are float32 for float16/bfloat16 inputs.
+    (batch, heads, length, dim_v). O(length) memory in forward and backward. Returns ``(out, state)``:
+    ``state`` is the :class:`ProductState` after the last position when ``output_final_state=True``, else None.
+    ``initial_state`` = (s, d) (d may be None) continues an earlier product. States are float32 for
+    float16/bfloat16 inputs.
     """
-    if not 0.0 <= beta < 1.0:
-        raise ValueError(f"beta must be in [0, 1), got {beta}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-    s0 = d0 = None
+    state = _check_product(q, v, beta, chunk_size, initial_state)
+    keep_d = state is not None and state.d is not None
+    out, final = causal_op(q, k, v, phi=None, beta=beta, gamma=1.0, eps=None, chunk_size=chunk_size,
+                           initial_state=state, output_final_state=output_final_state, keep_d=keep_d)
+    return out, (None if final is None else ProductState(final.s, final.d))
+
+
+def triton_causal_product(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: float = 0.0,
+    initial_state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    output_final_state: bool = False,
+    *,
+    chunk_size: int = triton_path.DEFAULT_CHUNK_SIZE,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
+    """:func:`causal_product` held to the Triton path (whatever :func:`lra_kit.attention.triton.available` says):
+    out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j (+ q_i·(s + β·u(i)·d) from ``initial_state=(s, d)``).
+
+    float32, bfloat16 or float16, states accumulated in float32; ``chunk_size`` a power of two ≥ 16. Returns
+    ``(out, (s, d))`` with the float32 final state when ``output_final_state``, else ``(out, None)``; ``out`` has
+    dtype ``out_dtype`` (default that of ``v``; an unnormalised numerator in float16 overflows within a few
+    thousand positions). Differentiable in q, k, v, the initial state and the final state; O(length) memory.
+    """
+    _check_triton(q, k, v, beta, initial_state, chunk_size)
+    out_dtype = v.dtype if out_dtype is None else out_dtype
+    if out_dtype not in gpu.SUPPORTED_DTYPES:
+        raise TypeError(f"out_dtype must be float32, bfloat16 or float16, got {out_dtype}")
+    state = None if initial_state is None else CausalState(initial_state[0], initial_state[1], None)
+    out, final = causal_op(q, k, v, phi=None, beta=beta, gamma=1.0, eps=None, chunk_size=chunk_size,
+                           initial_state=state, output_final_state=output_final_state, keep_d=True, triton=True,
+                           out_dtype=out_dtype)
+    return out, (None if final is None else (final.s, final.d))
+
+
+def _check_triton(q, k, v, beta, initial_state, chunk_size) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise ValueError(f"{name} must be a tensor of shape (batch, heads, length, dim)")
+        if t.dtype not in gpu.SUPPORTED_DTYPES:
+            raise TypeError(f"{name} must be float32, bfloat16 or float16 for the Triton path, got {t.dtype}")
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}")
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"v must be (batch, heads, length, dim_v) like k, got {tuple(v.shape)} and {tuple(k.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError("q, k, v must be on the same device")
+    if q.shape[2] < 1:
+        raise ValueError("sequences must have length >= 1")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0.0 <= beta < 1.0:
+        raise ValueError(f"beta must be a float in [0, 1), got {beta!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 16 or chunk_size & (chunk_size - 1):
+        raise ValueError(f"chunk_size must be a power of two >= 16, got {chunk_size!r}")
     if initial_state is not None:
-        s0, d0 = initial_state
-        want = (*q.shape[:2], q.shape[-1], v.shape[-1])
-        for name, t in (("s", s0), ("d", d0)):
-            if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != want):
-                raise ValueError(f"initial_state.{name} must be a tensor of shape {want}")
-    final = bool(output_final_state)
-    if gpu.available(q):  # the Triton kernel on CUDA tensors; this file stays the reference and the CPU path
-        size = chunk_size if chunk_size >= 16 and chunk_size & (chunk_size - 1) == 0 else DEFAULT_CHUNK_SIZE
-        start = None if s0 is None else (s0, torch.zeros_like(s0) if d0 is None else d0)
-        result = gpu.triton_causal_product(q, k, v, float(beta), initial_state=start, output_final_state=final,
-                                           chunk_size=size)
-        if not final:
-            return result
-        out, (s, d) = result
-        return out, ProductState(s, None if beta == 0.0 and d0 is None else d)
-    result = CausalProduct.apply(q, k, v, float(beta), chunk_size, s0, d0, final)
-    if final:
-        out, s, d = result
-        return out, ProductState(s, d)
-    return result
+        if not (isinstance(initial_state, (tuple, list)) and len(initial_state) == 2):
+            raise TypeError("initial_state must be a pair (s, d) of tensors")
+        want = (*q.shape[:2], q.shape[3], v.shape[3])
+        for name, t in zip(("s", "d"), initial_state, strict=False):
+            if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
+                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"initial_state {name} must have shape (batch, heads, dim, dim_v) = {want}, got {got}")
+            if t.device != q.device:
+                raise ValueError(f"initial_state {name} must be on {q.device}, got {t.device}")

@@ -11,7 +11,8 @@ chapter "What the authors' code computes" (``sec-authors-batched``, ``sec-author
   Nguyen eq. 13 only at i = L).
 - ``authors_lra_momentum_attention``: those weights inside the unnormalised LRA attention.
 
-``linear_attention(..., compat=...)`` and ``momentum_attention(..., compat=...)`` dispatch here.
+``linear_attention(..., compat=...)`` and ``momentum_attention(..., compat=...)`` dispatch here (and return
+``(out, None)``: these modes have no state). This module imports neither of them.
 """
 from __future__ import annotations
 
@@ -19,20 +20,18 @@ import math
 
 import torch
 
-from lra_kit.attention.causal_product import (
-    DEFAULT_CHUNK_SIZE,
-    causal_product,
-    prefix_sum,
-)
+from lra_kit.attention.causal_product import causal_product
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_key_padding_mask,
     check_momentum,
     check_qkv,
 )
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE, prefix_sum
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
-from lra_kit.attention.linear import mapped_keys_values, normalise
-from lra_kit.attention.momentum import key_weights_from_end
+from lra_kit.attention.lag_weights import key_weights_from_end
+from lra_kit.attention.mapped import mapped_keys_values
+from lra_kit.attention.normaliser import normalise
 
 LINEAR_COMPAT_MODES = ("nystromformer",)
 MOMENTUM_COMPAT_MODES = ("authors_batched", "authors_lra")
@@ -68,7 +67,7 @@ def authors_batched_momentum_attention(q, k, v, *, beta, gamma=1.0, causal=False
     phi_k, v = mapped_keys_values(k, v, phi, key_padding_mask)
     w = key_weights_from_end(None, k.shape[2], float(beta), float(gamma), k.device, phi_k.dtype, k.shape[0])
     if causal:
-        numerator = causal_product(phi_q, phi_k * w, v, chunk_size=chunk_size)
+        numerator, _ = causal_product(phi_q, phi_k * w, v, chunk_size=chunk_size)
         return normalise(numerator, phi_q, prefix_sum(phi_k, chunk_size), eps)
     numerator = phi_q @ ((phi_k * w).transpose(-1, -2) @ v)
     return normalise(numerator, phi_q, phi_k.sum(dim=2, keepdim=True), eps)

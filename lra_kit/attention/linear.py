@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_attention import KernelState, causal_kernel_attention
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, compute_dtype
+from lra_kit.attention.causal_product import causal_op
+from lra_kit.attention.causal_state import CausalState
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_chunk_size,
@@ -27,7 +27,12 @@ from lra_kit.attention.checks import (
     check_state_arguments,
     check_step,
 )
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.compat import linear_compat
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
+from lra_kit.attention.mapped import mapped_keys_values
+from lra_kit.attention.normaliser import normalise
+from lra_kit.attention.precision import compute_dtype
 
 
 class LinearState(NamedTuple):
@@ -37,21 +42,13 @@ class LinearState(NamedTuple):
     s: torch.Tensor
     z: torch.Tensor
 
+    def to_causal(self) -> CausalState:
+        """The causal op's (s, d, z): the same s and z; no decayed state at β = 0."""
+        return CausalState(self.s, None, self.z)
 
-def mapped_keys_values(k, v, feature_map, key_padding_mask, dtype=None):
-    """φ(K) and V (in ``dtype``) with padded positions zeroed, so padding adds nothing to any sum."""
-    phi_k = feature_map.keys(k).to(dtype or k.dtype)
-    v = v.to(phi_k.dtype)
-    if key_padding_mask is not None:
-        keep = (~key_padding_mask)[:, None, :, None].to(phi_k.dtype)
-        phi_k, v = phi_k * keep, v * keep
-    return phi_k, v
-
-
-def normalise(numerator: torch.Tensor, phi_q: torch.Tensor, z: torch.Tensor, eps: float) -> torch.Tensor:
-    """numerator / (φ(q)ᵀz + ε), the denominator of eqs. 5, 9 and 12; z is (…, dim) or (…, length, dim)."""
-    denominator = (phi_q * z).sum(-1, keepdim=True) + eps
-    return numerator / denominator
+    @classmethod
+    def from_causal(cls, state: CausalState) -> LinearState:
+        return cls(state.s, state.z)
 
 
 def linear_attention(
@@ -67,14 +64,14 @@ def linear_attention(
     initial_state: LinearState | None = None,
     output_final_state: bool = False,
     compat: str | None = None,
-):
+) -> tuple[torch.Tensor, LinearState | None]:
     """Linear attention: eq. 5/6 (non-causal, :func:`noncausal_linear_attention`) or eq. 9 (causal,
     :func:`causal_linear_attention`) of Katharopoulos et al.
 
-    ``q, k`` are raw; φ (``feature_map``, default elu+1 of eq. 7) is applied inside. Causal only:
-    ``initial_state`` (a :class:`LinearState`) continues from earlier positions, and
-    ``output_final_state=True`` returns ``(out, LinearState)`` — the state
-    :func:`linear_attention_step` takes and returns. ``compat="nystromformer"`` (non-causal) is the
+    ``q, k`` are raw; φ (``feature_map``, default elu+1 of eq. 7) is applied inside. Returns ``(out, state)``,
+    always two values: ``state`` is None unless ``output_final_state=True`` (causal only), and then the
+    :class:`LinearState` that :func:`linear_attention_step` takes and returns; ``initial_state`` (causal only)
+    continues from earlier positions. ``compat="nystromformer"`` (non-causal) is the
     unnormalised attention of the authors' LRA code, :func:`lra_kit.attention.compat.nystromformer_linear_attention`.
     """
     check_qkv(q, k, v)
@@ -90,15 +87,11 @@ def linear_attention(
     if compat is not None and (initial_state is not None or output_final_state):
         raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
     if compat is not None:
-        from lra_kit.attention.compat import (
-            linear_compat,  # compat builds on this module
-        )
-
-        return linear_compat(compat, q, k, v, causal=causal, feature_map=phi, key_padding_mask=key_padding_mask)
+        return linear_compat(compat, q, k, v, causal=causal, feature_map=phi, key_padding_mask=key_padding_mask), None
     if causal:
         return causal_linear_attention(q, k, v, phi, key_padding_mask, eps, chunk_size, initial_state,
                                        output_final_state)
-    return noncausal_linear_attention(q, k, v, phi, key_padding_mask, eps)
+    return noncausal_linear_attention(q, k, v, phi, key_padding_mask, eps), None
 
 
 def noncausal_linear_attention(q, k, v, phi, key_padding_mask, eps):
@@ -113,16 +106,14 @@ def noncausal_linear_attention(q, k, v, phi, key_padding_mask, eps):
 
 def causal_linear_attention(q, k, v, phi, key_padding_mask, eps, chunk_size, initial_state=None,
                             output_final_state=False):
-    """Eq. 9: φ(Q_i)ᵀS_i / (φ(Q_i)ᵀZ_i + ε) with S_i, Z_i the running sums of eqs. 10–11, through the chunked
-    causal product and its constant-memory gradient (:mod:`lra_kit.attention.causal_attention`)."""
+    """Eq. 9: φ(Q_i)ᵀS_i / (φ(Q_i)ᵀZ_i + ε) with S_i, Z_i the running sums of eqs. 10–11, through the causal op
+    and its constant-memory gradient (:mod:`lra_kit.attention.causal_product`). Returns ``(out, LinearState or
+    None)``."""
     keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
-    state = None if initial_state is None else KernelState(initial_state.s, None, initial_state.z)
-    result = causal_kernel_attention(q, k, v, phi, beta=0.0, gamma=1.0, eps=eps, chunk_size=chunk_size, keep=keep,
-                                     initial_state=state, output_final_state=output_final_state)
-    if not output_final_state:
-        return result
-    out, state = result
-    return out, LinearState(state.s, state.z)
+    state = None if initial_state is None else LinearState(*initial_state).to_causal()
+    out, final = causal_op(q, k, v, phi=phi, beta=0.0, gamma=1.0, eps=eps, chunk_size=chunk_size, keep=keep,
+                           initial_state=state, output_final_state=output_final_state)
+    return out, (None if final is None else LinearState.from_causal(final))
 
 
 def linear_attention_step(

@@ -32,7 +32,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE, causal_product
+from lra_kit.attention.causal_product import causal_product
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.feature_maps import elu_plus_one
 from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.softmax import softmax_attention
@@ -93,7 +94,7 @@ def causal_mean_product(
         t = torch.arange(1, x.shape[2] + 1, device=x.device, dtype=_state_dtype(x.dtype))[:, None]
     else:
         t = counts.to(_state_dtype(x.dtype)).clamp_min(1.0)[:, None, :, None]
-    total = causal_product(x, y, z, chunk_size=chunk_size).to(t.dtype)
+    total = causal_product(x, y, z, chunk_size=chunk_size)[0].to(t.dtype)
     if initial is not None:
         total = total + x.to(t.dtype) @ initial.to(t.dtype)
     return (total / t).to(z.dtype)
@@ -183,7 +184,7 @@ def causal_luna_attention(
     output_final_state: bool = False,
     dropout_p: float = 0.0,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-) -> torch.Tensor | tuple[torch.Tensor, LunaState]:
+) -> tuple[torch.Tensor, LunaState | None]:
     """Causal Luna (Ma et al. §3.3, eq. 7), all positions at once:
 
         A_pack   = ω(K_c P_qᵀ / √d)                                   (:func:`pack_weights`)
@@ -194,9 +195,10 @@ def causal_luna_attention(
     ``key_padding_mask`` True, is neither summed nor counted) and the running sums starting from
     ``initial_state`` (K_0, P_0, t_0) — zero when None. ``q, k, v, pack_key`` are (batch, heads, n, d),
     raw projections (q is scaled inside, like SDPA); ``pack_query`` is (batch or 1, heads, l, d).
-    Returns Y (batch, heads, n, d), or ``(Y, LunaState)`` when ``output_final_state``: the state after
-    the last position, exactly what :func:`causal_luna_step` takes and returns, so running a sequence
-    in two parts (the second from the first's final state) equals running it whole.
+    Returns ``(Y, state)``, always two values: Y is (batch, heads, n, d); ``state`` is None unless
+    ``output_final_state=True``, and then the :class:`LunaState` after the last position, exactly what
+    :func:`causal_luna_step` takes and returns, so running a sequence in two parts (the second from the first's
+    final state) equals running it whole.
 
     Memory: saved for backward are only the inputs (q, k, v, pack_key, pack_query and the small
     initial state) — four (n × d) tensors per head, what softmax attention keeps. A_pack, the unpack
@@ -231,7 +233,7 @@ def causal_luna_attention(
         isinstance(x, torch.Tensor) and x.requires_grad for x in tensors)
     result = checkpoint(body, *tensors, use_reentrant=False) if needs_grad else body(*tensors)
     if not output_final_state:
-        return result
+        return result, None
     out, key_pack_n, pack_value_n = result
     return out, LunaState(key_pack_n, pack_value_n, counts[:, -1])
 
@@ -404,12 +406,11 @@ class LunaAttention(nn.Module):
 
     def _causal_forward(self, x, p, key_padding_mask, initial_state, output_final_state):
         q, k, v, pack_key, pack_query = self.causal_projections(x, p)
-        result = causal_luna_attention(
+        out, state = causal_luna_attention(
             q, k, v, pack_key, pack_query, pack_activation=self.pack_activation, key_padding_mask=key_padding_mask,
             initial_state=initial_state, output_final_state=output_final_state,
             dropout_p=self.dropout if self.training else 0.0, chunk_size=self.chunk_size,
         )
-        out, state = result if output_final_state else (result, None)
         y = self.out_proj(self._merge(out))
         return (y, None, state) if output_final_state else (y, None)
 

@@ -137,7 +137,7 @@ class LinearAttention(MultiheadAttention):
         return linear_attention(
             q, k, v, causal=self.causal, feature_map=self.feature_map, key_padding_mask=key_padding_mask, eps=self.eps,
             compat=self.compat,
-        )
+        )[0]
 
     def attend_with_state(self, q, k, v, key_padding_mask, state):
         return linear_attention(q, k, v, causal=True, feature_map=self.feature_map, key_padding_mask=key_padding_mask,
@@ -163,7 +163,7 @@ class MomentumAttention(MultiheadAttention):
         return momentum_attention(
             q, k, v, beta=self.beta, gamma=self.gamma, causal=self.causal, feature_map=self.feature_map,
             key_padding_mask=key_padding_mask, eps=self.eps, compat=self.compat,
-        )
+        )[0]
 
     def attend_with_state(self, q, k, v, key_padding_mask, state):
         return momentum_attention(

@@ -18,12 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_attention import KernelState, causal_kernel_attention
-from lra_kit.attention.causal_product import (
-    DEFAULT_CHUNK_SIZE,
-    compute_dtype,
-    momentum_lag_weights,
-)
+from lra_kit.attention.causal_product import causal_op
+from lra_kit.attention.causal_state import CausalState
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_chunk_size,
@@ -35,8 +31,13 @@ from lra_kit.attention.checks import (
     check_state_arguments,
     check_step,
 )
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.compat import momentum_compat
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
-from lra_kit.attention.linear import mapped_keys_values, normalise
+from lra_kit.attention.lag_weights import key_weights_from_end, momentum_lag_weights
+from lra_kit.attention.mapped import mapped_keys_values
+from lra_kit.attention.normaliser import normalise
+from lra_kit.attention.precision import compute_dtype
 
 
 class MomentumState(NamedTuple):
@@ -49,6 +50,14 @@ class MomentumState(NamedTuple):
     m: torch.Tensor
     z: torch.Tensor
 
+    def to_causal(self, gamma: float) -> CausalState:
+        """The causal op's (s, d, z) = (s/γ, −m, z): the op's states carry no γ and positive coefficients."""
+        return CausalState(self.s / gamma, -self.m, self.z)
+
+    @classmethod
+    def from_causal(cls, state: CausalState, gamma: float) -> MomentumState:
+        return cls(gamma * state.s, -state.d, state.z)
+
 
 def momentum_weights(lag: torch.Tensor, beta: float, gamma: float = 1.0) -> torch.Tensor:
     """γ(1 − β^{lag+1})/(1 − β): the weight eq. 13 gives a key ``lag`` positions behind the query."""
@@ -56,20 +65,6 @@ def momentum_weights(lag: torch.Tensor, beta: float, gamma: float = 1.0) -> torc
     lag = torch.as_tensor(lag)
     lag = lag.to(torch.get_default_dtype()) if not lag.is_floating_point() else lag
     return gamma * momentum_lag_weights(lag, float(beta))
-
-
-def key_weights_from_end(key_padding_mask, length, beta, gamma, device, dtype, batch):
-    """γ u(N − j) for each key (B, 1, L, 1): eq. 14's weights, N the true length and j the rank of a real key
-    (with ``key_padding_mask=None``, N is ``length``)."""
-    if key_padding_mask is None:
-        rank = torch.arange(1, length + 1, device=device, dtype=dtype).expand(batch, length)
-        n = torch.full((batch, 1), float(length), device=device, dtype=dtype)
-    else:
-        real = (~key_padding_mask).to(dtype)
-        rank = torch.cumsum(real, dim=1)
-        n = real.sum(dim=1, keepdim=True)
-    lag = (n - rank).clamp(min=0)
-    return (gamma * momentum_lag_weights(lag, beta))[:, None, :, None]
 
 
 def momentum_attention(
@@ -87,14 +82,14 @@ def momentum_attention(
     initial_state: MomentumState | None = None,
     output_final_state: bool = False,
     compat: str | None = None,
-):
+) -> tuple[torch.Tensor, MomentumState | None]:
     """Momentum attention: causal = Nguyen et al. eq. 13 (:func:`causal_momentum_attention`),
     non-causal = eq. 14 (:func:`noncausal_momentum_attention`). With β = 0, γ = 1 this is
     :func:`~lra_kit.attention.linear.linear_attention`.
 
-    Causal only: ``initial_state`` (a :class:`MomentumState`) continues from earlier positions, and
-    ``output_final_state=True`` returns ``(out, MomentumState)`` — the state
-    :func:`momentum_attention_step` takes and returns. ``compat="authors_batched"`` /
+    Returns ``(out, state)``, always two values: ``state`` is None unless ``output_final_state=True`` (causal
+    only), and then the :class:`MomentumState` that :func:`momentum_attention_step` takes and returns;
+    ``initial_state`` (causal only) continues from earlier positions. ``compat="authors_batched"`` /
     ``"authors_lra"`` are the authors' code, not eq. 13/14 (:mod:`lra_kit.attention.compat`).
     """
     check_qkv(q, k, v)
@@ -112,36 +107,26 @@ def momentum_attention(
         raise ValueError(f"compat={compat!r} has no recurrent state; initial_state/output_final_state need compat=None")
     beta, gamma = float(beta), float(gamma)
     if compat is not None:
-        from lra_kit.attention.compat import (
-            momentum_compat,  # compat builds on this module
-        )
-
         return momentum_compat(compat, q, k, v, beta=beta, gamma=gamma, causal=causal, feature_map=phi,
-                               key_padding_mask=key_padding_mask, eps=eps, chunk_size=chunk_size)
+                               key_padding_mask=key_padding_mask, eps=eps, chunk_size=chunk_size), None
     if causal:
         return causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, chunk_size,
                                          initial_state, output_final_state)
-    return noncausal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps)
+    return noncausal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps), None
 
 
 def causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, chunk_size, initial_state=None,
                               output_final_state=False):
     """Eq. 13: key j weighted by γ(1 − β^{i−j+1})/(1 − β) at query i; the normaliser is not reweighted.
 
-    O(N): a chunked weighted causal product whose chunk boundaries carry the heavy-ball states
-    (s, m) of eq. 12 (:mod:`lra_kit.attention.causal_product`), with the constant-memory gradient.
-    The product's state is (s/γ, −m).
+    O(N): the causal op (:mod:`lra_kit.attention.causal_product`), whose chunk boundaries carry the heavy-ball
+    states of eq. 12, with the constant-memory gradient. Returns ``(out, MomentumState or None)``.
     """
     keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
-    state = None
-    if initial_state is not None:
-        state = KernelState(initial_state.s / gamma, -initial_state.m, initial_state.z)
-    result = causal_kernel_attention(q, k, v, phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size, keep=keep,
-                                     initial_state=state, output_final_state=output_final_state, keep_d=True)
-    if not output_final_state:
-        return result
-    out, state = result
-    return out, MomentumState(gamma * state.s, -state.d, state.z)
+    state = None if initial_state is None else MomentumState(*initial_state).to_causal(gamma)
+    out, final = causal_op(q, k, v, phi=phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size, keep=keep,
+                           initial_state=state, output_final_state=output_final_state, keep_d=True)
+    return out, (None if final is None else MomentumState.from_causal(final, gamma))
 
 
 def noncausal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps):

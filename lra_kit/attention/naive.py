@@ -49,7 +49,8 @@ def naive_linear_attention(q, k, v, *, causal=False, feature_map="elu", key_padd
 def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6, initial_state=None, output_final_state=False):
     """Eqs. 16–20 as a Python loop over time: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i).
 
-    ``initial_state`` = (s_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, z_N).
+    ``initial_state`` = (s_0, z_0) (zeros by default). Returns ``(out, state)``: state = (s_N, z_N) with
+    ``output_final_state``, else None.
     """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
@@ -66,7 +67,7 @@ def naive_linear_recurrent(q, k, v, *, feature_map="elu", eps=1e-6, initial_stat
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
     out = torch.stack(outs, dim=2)
-    return (out, (s, z)) if output_final_state else out
+    return out, ((s, z) if output_final_state else None)
 
 
 def naive_momentum_weight_matrix(n, beta, gamma, *, dtype=torch.float64, device=None):
@@ -110,7 +111,8 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
                              output_final_state=False):
     """Eq. 12 as a Python loop: m_i = βm_{i−1} − φ(k_i)v_iᵀ, s_i = s_{i−1} − γm_i, z_i = z_{i−1} + φ(k_i).
 
-    ``initial_state`` = (s_0, m_0, z_0) (zeros by default); ``output_final_state`` also returns (s_N, m_N, z_N).
+    ``initial_state`` = (s_0, m_0, z_0) (zeros by default). Returns ``(out, state)``: state = (s_N, m_N, z_N)
+    with ``output_final_state``, else None.
     """
     phi = get_feature_map(feature_map)
     B, H, N, D = q.shape
@@ -129,7 +131,7 @@ def naive_momentum_recurrent(q, k, v, *, beta, gamma=1.0, feature_map="elu", eps
         den = torch.einsum("bhd,bhd->bh", fq, z)[..., None] + eps
         outs.append(num / den)
     out = torch.stack(outs, dim=2)
-    return (out, (s, m, z)) if output_final_state else out
+    return out, ((s, m, z) if output_final_state else None)
 
 
 def naive_cumulative_state_causal_product(q, k, v):
@@ -140,6 +142,16 @@ def naive_cumulative_state_causal_product(q, k, v):
     """
     states = torch.cumsum(k[..., :, None] * v[..., None, :], dim=2)  # (B, H, N, D, M)
     return torch.einsum("bhnd,bhndm->bhnm", q, states)
+
+
+def naive_cumulative_state_linear_attention(q, k, v, *, feature_map="elu", eps=1e-6):
+    """Causal linear attention (eq. 9) whose numerator goes through all N states S_i
+    (:func:`naive_cumulative_state_causal_product`; autograd keeps them): the memory baseline of the book and of
+    the attention benchmark."""
+    phi = get_feature_map(feature_map)
+    phi_q, phi_k = phi.queries(q), phi.keys(k)
+    numerator = naive_cumulative_state_causal_product(phi_q, phi_k, v)
+    return numerator / ((phi_q * torch.cumsum(phi_k, dim=2)).sum(-1, keepdim=True) + eps)
 
 
 def naive_causal_mean_product(x, y, z, counts=None):

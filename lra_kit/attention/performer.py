@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from lra_kit.attention.causal_product import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.checks import check_qkv, check_step
 from lra_kit.attention.feature_maps import FeatureMap
 from lra_kit.attention.linear import LinearState, linear_attention, linear_attention_step
@@ -174,26 +174,25 @@ def performer_attention(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     initial_state: LinearState | None = None,
     output_final_state: bool = False,
-):
+) -> tuple[torch.Tensor, LinearState | None]:
     """Performer attention: Katharopoulos et al. eq. 5 (eq. 9 when causal) with φ = FAVOR+.
 
     An estimate of softmax attention softmax(QKᵀ/√d)V whose kernel matrix is φ(Q)φ(K)ᵀ with
     Choromanski et al.'s positive random features. Shapes as :func:`~lra_kit.attention.linear_attention`;
     half-precision inputs are computed in float32. ``eps=None`` guards the denominator with the
-    dtype's smallest normal number. Causal: ``initial_state`` / ``output_final_state`` as in
-    :func:`~lra_kit.attention.linear_attention` (the state is a ``LinearState`` of the features).
+    dtype's smallest normal number. Returns ``(out, state)`` and takes ``initial_state`` /
+    ``output_final_state`` as :func:`~lra_kit.attention.linear_attention` does (the state is a ``LinearState`` of
+    the features; None unless asked for).
     """
     check_qkv(q, k, v)
     _check_favor(feature_map, q.shape[-1])
     dtype = _compute_dtype(q.dtype)
-    result = linear_attention(
+    out, state = linear_attention(
         q.to(dtype), k.to(dtype), v.to(dtype), causal=causal, feature_map=feature_map,
         key_padding_mask=key_padding_mask, eps=_eps(eps, dtype), chunk_size=chunk_size,
         initial_state=initial_state, output_final_state=output_final_state,
     )
-    if output_final_state:
-        return result[0].to(q.dtype), result[1]
-    return result.to(q.dtype)
+    return out.to(q.dtype), state
 
 
 def performer_attention_step(
@@ -236,7 +235,7 @@ class PerformerAttention(MultiheadAttention):
     def attend(self, q, k, v, key_padding_mask):
         return performer_attention(
             q, k, v, feature_map=self.feature_map, causal=self.causal, key_padding_mask=key_padding_mask, eps=self.eps
-        )
+        )[0]
 
     def attend_with_state(self, q, k, v, key_padding_mask, state):
         return performer_attention(q, k, v, feature_map=self.feature_map, causal=True,

@@ -48,7 +48,7 @@ from lra_kit.attention import (
     performer_attention,
     softmax_attention,
 )
-from lra_kit.attention.naive import naive_cumulative_state_causal_product
+from lra_kit.attention.naive import naive_cumulative_state_linear_attention
 from lra_kit.bench.measure import process_peak, working_set_peaks
 from lra_kit.bench.timing import interleaved_times
 from lra_kit.atomic import check_writable
@@ -124,24 +124,16 @@ def sdpa_context(backend: str):
     return sdpa_kernel([pick[backend]])
 
 
-def _linear_with_cumulative_states(q, k, v, eps=1e-6):
-    """Causal linear attention (eq. 9) with the numerator through all N states S_i (autograd keeps them)."""
-    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)
-    numerator = naive_cumulative_state_causal_product(phi_q, phi_k, v)
-    return numerator / ((phi_q * torch.cumsum(phi_k, dim=2)).sum(-1, keepdim=True) + eps)
-
-
 def triton_linear(q, k, v, *, final_state=False):
-    """Causal linear attention (eq. 9) as the library runs it on the Triton path: the numerator's causal product
-    in Triton on V itself (no [V, 1] concatenation padded to a 128-wide tile), φ and the normaliser in PyTorch."""
-    out = linear_attention(q, k, v, causal=True, output_final_state=final_state)
-    return out[0] if final_state else out
+    """Causal linear attention (eq. 9) as the library runs it on the Triton path (the library's causal op; the
+    benchmark composes nothing): the product in Triton on V itself, φ and the normaliser beside it in the same
+    autograd Function. ``final_state`` also forms the final state, which a prefill hands to generation."""
+    return linear_attention(q, k, v, causal=True, output_final_state=final_state)[0]
 
 
 def triton_momentum(q, k, v, *, beta, gamma=1.0, final_state=False):
     """Causal momentum attention (Nguyen eq. 13) as the library runs it on the Triton path."""
-    out = momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True, output_final_state=final_state)
-    return out[0] if final_state else out
+    return momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True, output_final_state=final_state)[0]
 
 
 def pytorch_path(fn: Callable) -> Callable:
@@ -191,11 +183,11 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
     return {
         "sdpa_causal": sdpa(True),
         "sdpa": sdpa(False),
-        "linear_causal": pytorch_path(lambda q, k, v: linear_attention(q, k, v, causal=True)),
+        "linear_causal": pytorch_path(lambda q, k, v: linear_attention(q, k, v, causal=True)[0]),
         "momentum_causal": pytorch_path(lambda q, k, v: momentum_attention(q, k, v, beta=beta, gamma=1.0,
-                                                                           causal=True)),
-        "performer_causal": lambda q, k, v: performer_attention(q, k, v, feature_map=_favor(q), causal=True),
-        "linear_cumulative_states": _linear_with_cumulative_states,
+                                                                           causal=True)[0]),
+        "performer_causal": lambda q, k, v: performer_attention(q, k, v, feature_map=_favor(q), causal=True)[0],
+        "linear_cumulative_states": naive_cumulative_state_linear_attention,
         "linear_triton": lambda q, k, v: triton_linear(q, k, v, final_state=final_state),
         "momentum_triton": lambda q, k, v: triton_momentum(q, k, v, beta=beta, final_state=final_state),
         "fla_linear": lambda q, k, v: fla_linear(q, k, v, final_state=final_state),

@@ -37,7 +37,8 @@ def momentum_attention_map(q, k, *, beta: float, gamma: float = 1.0, causal: boo
 
     n = q.shape[0]
     eye = torch.eye(n, dtype=q.dtype)[None, None]
-    return momentum_attention(q[None, None], k[None, None], eye, beta=beta, gamma=gamma, causal=causal, **options)[0, 0]
+    out, _ = momentum_attention(q[None, None], k[None, None], eye, beta=beta, gamma=gamma, causal=causal, **options)
+    return out[0, 0]
 
 
 

@@ -1,6 +1,7 @@
-"""The weighted causal product on the GPU: host side of the Triton kernels, and its autograd.
+"""The Triton path of the causal op: host side of the Triton kernels, forward and backward.
 
-Same operation as :func:`lra_kit.attention.causal_product.causal_product`,
+:mod:`lra_kit.attention.causal_product` calls :func:`forward` and :func:`backward` from its one autograd
+Function when it chooses this path (CUDA tensors). The operation is the weighted causal product
 
     out_i = Σ_{j≤i} u(i−j) (q_i·k_j) v_j,        u(x) = (1 − β^{x+1}) / (1 − β),
 
@@ -18,9 +19,10 @@ Backward. With g = ∂L/∂out, the adjoint of the state pair at a chunk boundar
 ŝ_t = Σ_{i>t} q_i g_iᵀ and d̂_t = Σ_{i>t} β·u(i−t−1) q_i g_iᵀ (plus the gradients of the final
 state, which start the recursion); then ∇k_j and ∇v_j are the weighted products of eqs. 14–15
 backward in time and ∇q_i that of eq. 13 forward in time (module docstring of
-:mod:`lra_kit.attention.causal_product`), and the adjoint at the start is the gradient of
-``initial_state``. Only q, k, v (and the initial state) are saved; the boundary states are
-recomputed.
+:mod:`lra_kit.attention.chunked`), and the adjoint at the start is the gradient of the starting state.
+The op saves the raw q, k, v, the mask, the output and the starting state; φ and the boundary states are
+recomputed. The kernels compute the numerator only: the normaliser's den and its adjoint come from prefix
+sums (:mod:`lra_kit.attention.normaliser`), inside the same Function as on the chunked path.
 
 Non-causal linear attention is two matrix products, φ(K)ᵀV then φ(Q)·(φ(K)ᵀV), which cuBLAS
 already runs at the hardware's rate; it has no Triton kernel here.
@@ -32,8 +34,12 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_product import momentum_lag_weights, without_autocast
-from lra_kit.attention.triton import SUPPORTED_DTYPES, kernels_for
+from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.lag_weights import momentum_lag_weights
+from lra_kit.attention.mapped import masked, phi_backward, phi_forward
+from lra_kit.attention.normaliser import normaliser_gradients, prefix_denominator
+from lra_kit.attention.precision import compute_dtype
+from lra_kit.attention.triton.switch import kernels_for
 
 DEFAULT_CHUNK_SIZE = 64
 
@@ -76,7 +82,10 @@ def _block(n: int, cap: int) -> int:
 
 
 def kernel_chunk(dtype: torch.dtype, chunk_size: int) -> int:
-    """The chunk the kernels use: the caller's (a power of two ≥ 16), capped by the type's tiling."""
+    """The chunk the kernels use: the caller's, capped by the type's tiling. The kernels tile chunks of a power of
+    two ≥ 16; another size (the PyTorch path takes any) falls back to ``DEFAULT_CHUNK_SIZE``."""
+    if chunk_size < 16 or chunk_size & (chunk_size - 1):
+        chunk_size = DEFAULT_CHUNK_SIZE
     return min(chunk_size, TILING[dtype].max_chunk)
 
 
@@ -181,149 +190,124 @@ class _Launch:
         return out
 
 
-class TritonCausalProduct(torch.autograd.Function):
-    """out, s_T (, d_T where β > 0) = weighted causal product; backward = the adjoint recursion of the module
-    docstring. At β = 0 no d state exists here; the caller forms d_T = k_N v_Nᵀ itself."""
-
-    @staticmethod
-    @without_autocast
-    def forward(ctx, q, k, v, s0, d0, beta, chunk_size, output_final_state, out_dtype):
-        run = _Launch(q, v, beta, chunk_size)
-        qf, kf, vf = run.flat(q), run.flat(k), run.flat(v)
-        init = None
-        if s0 is not None:
-            s_init = _flat_state(s0, run)
-            init = (s_init, _flat_state(d0, run) if run.use_d else s_init)
-        s, d, last = run.states(kf, vf, reverse=False, init=init, store_last=output_final_state)
-        out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, out_dtype=out_dtype)
-        ctx.save_for_backward(q, k, v, *(init or ()))
-        ctx.beta, ctx.chunk_size, ctx.has_init = beta, chunk_size, init is not None
-        ctx.output_final_state = output_final_state
-        ctx.state_dtypes = None if s0 is None else (s0.dtype, d0.dtype)
-        ctx.set_materialize_grads(False)  # None, not zeros, for an output the loss does not use
-        out = out.view(*v.shape[:3], v.shape[3])
-        if not output_final_state:
-            return out
+def forward(spec, q, k, v, keep, state):
+    """The causal op's forward on the Triton path (:mod:`lra_kit.attention.causal_product` calls it inside its one
+    autograd Function): φ and the padding mask in PyTorch, the weighted product in Triton over the whole sequence,
+    the normaliser (when ``spec.eps`` is set) as prefix sums. Returns the output, the final
+    :class:`~lra_kit.attention.causal_state.CausalState` (when ``spec.final``) and what backward needs."""
+    dtype = compute_dtype(q.dtype)
+    fq, fk = (q, k) if spec.phi is None else (spec.phi.queries(q), spec.phi.keys(k))
+    fq32, fk32, vv32 = masked(fq, fk, v, _keep(keep), dtype)
+    # The kernels multiply in the inputs' own type (16-bit tensor cores) and accumulate in float32; the
+    # normaliser is summed from the float32 features.
+    fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
+    run = _Launch(fq, vv, spec.beta, kernel_chunk(q.dtype, spec.chunk_size))
+    qf, kf, vf = run.flat(fq), run.flat(fk), run.flat(vv)
+    init = None
+    if state is not None:
+        s_init = _flat_state(state.s, run)
+        d_init = s_init  # β = 0: never read (USE_D=False); any pointer will do
+        if run.use_d:
+            d_init = torch.zeros_like(s_init) if state.d is None else _flat_state(state.d, run)
+        init = (s_init, d_init)
+    s, d, last = run.states(kf, vf, reverse=False, init=init, store_last=spec.final)
+    # With a normaliser the numerator stays in float32: unnormalised, it outgrows float16's 65504 within a few
+    # thousand positions (Σ_j (φ(q_i)·φ(k_j)) v_j grows with i), while the normalised output does not.
+    out_dtype = dtype if spec.eps is not None else (spec.out_dtype or v.dtype)
+    out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, out_dtype=out_dtype)
+    out = out.view(*v.shape[:3], v.shape[3])
+    del s, d
+    z0 = None if state is None else state.z
+    z_end = None
+    if spec.eps is not None:
+        den, z_end, _ = prefix_denominator(fq32, fk32, z0, spec.eps, spec.chunk_size)
+        out = out.mul_(den.reciprocal_().mul_(spec.gamma)).to(v.dtype)
+    final = None
+    if spec.final:
         B, H = q.shape[:2]
-        final = [t.view(B, H, run.D, run.M) for t in (last if run.use_d else last[:1])]
-        return (out, *final)
-
-    @staticmethod
-    @without_autocast
-    def backward(ctx, grad, *grad_final):
-        q, k, v, *init = ctx.saved_tensors
-        run = _Launch(q, v, ctx.beta, ctx.chunk_size)
-        grad = torch.zeros_like(v) if grad is None else grad
-        # The kernels read ∂out in the inputs' type (its products run in that type anyway).
-        qf, kf, vf, gf = run.flat(q), run.flat(k), run.flat(v), run.flat(grad.to(v.dtype))
-        dq = dk = dv = ds0 = dd0 = None
-        if ctx.needs_input_grad[0]:
-            s, d, _ = run.states(kf, vf, reverse=False, init=tuple(init) or None, store_last=False)
-            dq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, out_dtype=q.dtype)
-            del s, d
-        needs_init = ctx.has_init and any(ctx.needs_input_grad[3:5])
-        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] or needs_init:
-            adjoint_init = None
-            grad_final = list(grad_final) + [None] * (2 - len(grad_final))
-            if not run.use_d:
-                grad_final[1] = None
-            if ctx.output_final_state and any(g is not None for g in grad_final):
-                ds_T, dd_T = (torch.zeros(run.BH, run.D, run.M, device=q.device) if g is None
-                              else g.reshape(run.BH, run.D, run.M).float().contiguous() for g in grad_final)
-                adjoint_init = (ds_T, dd_T if run.use_d else ds_T)
-            s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, store_last=needs_init)
-            if ctx.needs_input_grad[1]:
-                dk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, out_dtype=k.dtype)
-            if ctx.needs_input_grad[2]:
-                dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, out_dtype=v.dtype)
-            if needs_init:
-                B, H = q.shape[:2]
-                ds0 = first[0].view(B, H, run.D, run.M).to(ctx.state_dtypes[0])
-                # β = 0: the initial d reaches no output and no final state (β^N = 0)
-                dd0 = (first[1].view(B, H, run.D, run.M).to(ctx.state_dtypes[1]) if run.use_d
-                       else torch.zeros_like(ds0, dtype=ctx.state_dtypes[1]))
-        return _as(dq, q), _as(dk, k), _as(dv, v), ds0, dd0, None, None, None, None
+        s_T = last[0].view(B, H, run.D, run.M)
+        if run.use_d:
+            d_T = last[1].view(B, H, run.D, run.M)
+        elif spec.keep_d:
+            # β = 0: d_N = Σ_j 0^{N−1−j} k_j v_jᵀ is the newest k vᵀ alone (the kernels never store it)
+            d_T = fk[:, :, -1, :, None].float() * vv[:, :, -1, None, :].float()  # as the kernels saw them
+        else:
+            d_T = None
+        final = CausalState(s_T, d_T, z_end)
+    return out, final, (init, z0)
 
 
-@torch.compiler.disable
-def _apply(*args):
-    """TritonCausalProduct.apply outside torch.compile's graph (a graph break around the kernels, which run as
-    they do eagerly): Dynamo cannot trace Triton's interpreter (it fails on its numpy pointer arithmetic), and
-    the compiled kernels inside a compiled graph are unmeasured — the GPU campaign (docs/gpu.md) tries them."""
-    return TritonCausalProduct.apply(*args)
+def backward(spec, q, k, v, keep, out, memo, grad, grad_final, needs):
+    """The gradients of :func:`forward`: the adjoint recursion of the module docstring in Triton, the normaliser's
+    share (∂/∂den = −(g·out)/den) as prefix sums, then the chain rule through φ. ``needs``: q, k, v, s0, d0, z0.
+    Returns dq, dk, dv and the gradient of the starting state as a
+    :class:`~lra_kit.attention.causal_state.CausalState`."""
+    init, z0 = memo
+    dtype = compute_dtype(q.dtype)
+    phi_q, phi_k, qs, ks = phi_forward(spec.phi, q, k, needs[:2])
+    fq32, fk32, vv32 = masked(phi_q.detach(), phi_k.detach(), v, _keep(keep), dtype)
+    fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
+    run = _Launch(fq, vv, spec.beta, kernel_chunk(q.dtype, spec.chunk_size))
+    grad = torch.zeros(*v.shape, device=v.device, dtype=dtype) if grad is None else grad.to(dtype)
+    gs, gd, gz = grad_final if grad_final is not None else (None, None, None)
+    h = z = None
+    if spec.eps is not None:
+        den, _, z = prefix_denominator(fq32, fk32, z0, spec.eps, spec.chunk_size)
+        h = (grad * out.to(dtype)).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
+        grad = grad * den.reciprocal_().mul_(spec.gamma)  # ∂/∂numerator
+    # The kernels read ∂out in the inputs' type (its products run in that type anyway).
+    qf, kf, vf, gf = run.flat(fq), run.flat(fk), run.flat(vv), run.flat(grad.to(v.dtype))
+    dfq = dfk = dv = ds0 = dd0 = None
+    if needs[0]:
+        s, d, _ = run.states(kf, vf, reverse=False, init=init, store_last=False)
+        dfq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, out_dtype=q.dtype)
+        dfq = dfq.view(*fq.shape).to(dtype)
+        del s, d
+    needs_init = init is not None and any(needs[3:5])
+    if needs[1] or needs[2] or needs_init:
+        adjoint_init = None
+        final = [gs, gd if run.use_d else None]
+        if spec.final and any(g is not None for g in final):
+            ds_T, dd_T = (torch.zeros(run.BH, run.D, run.M, device=q.device) if g is None
+                          else g.reshape(run.BH, run.D, run.M).float().contiguous() for g in final)
+            adjoint_init = (ds_T, dd_T if run.use_d else ds_T)
+        s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, store_last=needs_init)
+        if needs[1]:
+            dfk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, out_dtype=k.dtype)
+            dfk = dfk.view(*fk.shape).to(dtype)
+        if needs[2]:
+            dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, out_dtype=v.dtype)
+            dv = dv.view(*v.shape).to(dtype)
+        if needs_init:
+            B, H = q.shape[:2]
+            ds0 = first[0].view(B, H, run.D, run.M)
+            # β = 0: the initial d reaches no output and no final state (β^N = 0)
+            dd0 = first[1].view(B, H, run.D, run.M) if run.use_d else torch.zeros_like(ds0)
+    if not run.use_d and gd is not None:  # β = 0: the final d = k_N v_Nᵀ was formed in forward
+        gd = gd.to(dtype)
+        if dfk is not None:
+            dfk[:, :, -1] += (gd @ vv32[:, :, -1, :, None]).squeeze(-1)
+        if dv is not None:
+            dv[:, :, -1] += (gd.transpose(-1, -2) @ fk32[:, :, -1, :, None]).squeeze(-1)
+    dz0 = None
+    if h is not None:
+        dfq, dfk, dz0 = normaliser_gradients(h, fq32, z, gz, dfq, dfk)
+    if keep is not None:
+        dfk = None if dfk is None else dfk * _keep(keep)
+        dv = None if dv is None else dv * _keep(keep)
+    dq, dk = phi_backward(spec.phi, phi_q, phi_k, qs, ks, dfq, dfk)
+    return _cast(dq, q), _cast(dk, k), _cast(dv, v), CausalState(ds0, dd0, dz0)
 
 
-def _as(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
-    return None if t is None else t.view(like.shape)
+def _cast(t, like):
+    return None if t is None else t.to(like.dtype)
+
+
+def _keep(keep):
+    return None if keep is None else keep[:, None, :, None]
 
 
 def _flat_state(t: torch.Tensor, run: _Launch) -> torch.Tensor:
     return t.reshape(run.BH, run.D, run.M).to(torch.float32).contiguous()
 
 
-def _check(q, k, v, beta, initial_state, chunk_size) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            raise ValueError(f"{name} must be a tensor of shape (batch, heads, length, dim)")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float32, bfloat16 or float16 for the Triton path, got {t.dtype}")
-    if q.shape != k.shape:
-        raise ValueError(f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}")
-    if v.shape[:3] != k.shape[:3]:
-        raise ValueError(f"v must be (batch, heads, length, dim_v) like k, got {tuple(v.shape)} and {tuple(k.shape)}")
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError("q, k, v must be on the same device")
-    if q.shape[2] < 1:
-        raise ValueError("sequences must have length >= 1")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0.0 <= beta < 1.0:
-        raise ValueError(f"beta must be a float in [0, 1), got {beta!r}")
-    if not isinstance(chunk_size, int) or chunk_size < 16 or chunk_size & (chunk_size - 1):
-        raise ValueError(f"chunk_size must be a power of two >= 16, got {chunk_size!r}")
-    if initial_state is not None:
-        if not (isinstance(initial_state, (tuple, list)) and len(initial_state) == 2):
-            raise TypeError("initial_state must be a pair (s, d) of tensors")
-        want = (*q.shape[:2], q.shape[3], v.shape[3])
-        for name, t in zip(("s", "d"), initial_state, strict=False):
-            if not isinstance(t, torch.Tensor) or tuple(t.shape) != want:
-                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-                raise ValueError(f"initial_state {name} must have shape (batch, heads, dim, dim_v) = {want}, got {got}")
-            if t.device != q.device:
-                raise ValueError(f"initial_state {name} must be on {q.device}, got {t.device}")
-
-
-def triton_causal_product(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    beta: float = 0.0,
-    initial_state: tuple[torch.Tensor, torch.Tensor] | None = None,
-    output_final_state: bool = False,
-    *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    out_dtype: torch.dtype | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j (+ q_i·(s + β·u(i)·d) from ``initial_state=(s, d)``), in Triton.
-
-    ``q, k`` are feature-mapped (batch, heads, length, dim), ``v`` is (batch, heads, length, dim_v);
-    float32, bfloat16 or float16, states accumulated in float32. Returns ``out`` (dtype ``out_dtype``, default
-    that of ``v``; an unnormalised numerator in float16 overflows within a few thousand positions, so the
-    attention asks for float32),
-    or ``(out, (s, d))`` with the float32 final state when ``output_final_state``. Differentiable in
-    q, k, v, the initial state and the final state; O(length) memory.
-    """
-    _check(q, k, v, beta, initial_state, chunk_size)
-    s0, d0 = initial_state if initial_state is not None else (None, None)
-    out_dtype = v.dtype if out_dtype is None else out_dtype
-    if out_dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"out_dtype must be float32, bfloat16 or float16, got {out_dtype}")
-    result = _apply(q, k, v, s0, d0, float(beta), chunk_size, bool(output_final_state), out_dtype)
-    if not output_final_state:
-        return result
-    if beta > 0.0:
-        out, s, d = result
-    else:  # β = 0: d_N = Σ_j 0^{N−1−j} k_j v_jᵀ is the newest k vᵀ alone (module docstring); formed here, not stored
-        out, s = result
-        d = k[:, :, -1, :, None].float() * v[:, :, -1, None, :].float()
-    return out, (s, d)

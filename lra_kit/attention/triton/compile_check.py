@@ -160,7 +160,7 @@ def describe(variant: dict) -> str:
 
 
 def _compile_one(variant: dict) -> dict:
-    from lra_kit.attention.triton import _kernels
+    from lra_kit.attention.triton.switch import _kernels
 
     return compile_variant(_kernels(False), variant)
 

@@ -15,7 +15,7 @@ Two kernels serve the forward and the three gradients of
 
 The lag weights come from two small tables computed in float64 on the host (``u_ptr[x+1] = u(x)``
 for x = −1 … C, ``p_ptr[x] = βˣ`` for x = 0 … C), so that u(x) = (1 − β^{x+1})/(1 − β) near β = 1
-is exactly the value of :func:`~lra_kit.attention.causal_product.momentum_lag_weights`, not
+is exactly the value of :func:`~lra_kit.attention.lag_weights.momentum_lag_weights`, not
 1 − βˣ⁺¹ rounded in float32.
 
 Precision. Every product accumulates in float32. Operands: ``IN_DOT`` is the operand type of the

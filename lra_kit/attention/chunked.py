@@ -1,0 +1,375 @@
+"""The chunked PyTorch path of the causal op, with the constant-memory gradient of Katharopoulos et al. §3.3.1.
+
+The reference and the CPU path of :mod:`lra_kit.attention.causal_product` (which chooses between it and the
+Triton path); it computes what :mod:`lra_kit.attention.causal_state` describes.
+
+The numerator of causal linear attention (eq. 9) and of causal momentum attention
+(Nguyen et al. eq. 13) is one operation, a *weighted causal product*
+
+    out_i = Σ_{j ≤ i} u(i − j) (q_i · k_j) v_j,      u(x) = Σ_{m=0}^{x} βᵐ = (1 − β^{x+1}) / (1 − β),
+
+with β = 0 giving u ≡ 1, the plain causal product S_i = Σ_{j≤i} φ(k_j)v_jᵀ of eq. 10.
+
+State. After position t the product is summarised by two (dim × dim_v) matrices, the
+heavy-ball states of eq. 12 (s, and d = −m):
+
+    s_t = Σ_{j≤t} u(t − j) k_j v_jᵀ,       d_t = Σ_{j≤t} β^{t−j} k_j v_jᵀ,
+    Σ_{j ≤ t} u(i − j) k_j v_jᵀ = s_t + β · u(i − t − 1) · d_t        for every later i > t,
+
+which follows from u(a + r) = u(a) + β^{a+1} u(r − 1). Advancing a state over a block of L
+positions is therefore s ← s + β·u(L−1)·d + Σ_a u(L−1−a) k_a v_aᵀ, d ← β^L·d + Σ_a β^{L−1−a} k_a v_aᵀ.
+Every coefficient is positive, so unlike the split "γ/(1−β)·(S − βD)" nothing cancels:
+float32 stays accurate at β = 0.999.
+
+Forward (chunks of C positions). Inside a chunk the product is a small masked matrix
+product; across chunks it needs the state at each chunk start, which the recurrence above
+carries from one chunk boundary to the next, inside a *segment* of at most ``SEGMENT_CHUNKS``
+chunks; segments are visited in order, each starting from the state its predecessor ended
+with. (So the temporaries of one pass are the size of a segment, not of the sequence.)
+
+Backward (eqs. 13–15). The weights depend only on the lag i − j, so each gradient is again
+a weighted causal product, forward in time for ∇q and backward in time for ∇k and ∇v:
+
+    ∇q_i = Σ_{j≤i} u(i−j) (g_i·v_j) k_j,   ∇k_j = Σ_{i≥j} u(i−j) (v_j·g_i) q_i,   ∇v_j = Σ_{i≥j} u(i−j) (q_i·k_j) g_i.
+
+∇q reuses the forward states Σ k vᵀ; ∇k and ∇v share the backward-in-time states Σ g qᵀ
+(eqs. 14 and 15 are the same cumulative sum, transposed). Segments are visited last to first;
+the gradient of a segment's starting state is the gradient of the state its predecessor ended with.
+Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-memory-gradient``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from lra_kit.attention.causal_state import CausalState, Normaliser
+from lra_kit.attention.lag_weights import decay_weights, momentum_lag_weights, scalar_u
+from lra_kit.attention.mapped import masked, phi_backward, phi_forward
+from lra_kit.attention.precision import compute_dtype
+
+DEFAULT_CHUNK_SIZE = 64
+SEGMENT_CHUNKS = 16
+
+
+class _Pair(NamedTuple):
+    """(s, d) of Σ u(lag) x yᵀ at one boundary, forward in time or (the adjoints) reverse in time; ``d`` is None
+    where β = 0 and nobody asked for it."""
+
+    s: torch.Tensor
+    d: torch.Tensor | None
+
+
+def segments(n: int, chunk_size: int) -> list[slice]:
+    """Consecutive slices covering range(n): whole chunks, and a last one shorter than a chunk for the remainder —
+    so that no segment ends inside a padded chunk. Long sequences (≥ 4·SEGMENT_CHUNKS chunks) get segments of
+    SEGMENT_CHUNKS chunks: the temporaries of a pass are those of one segment, at most a quarter of the output's
+    size. Shorter ones are one segment: there the whole problem is small (a few MB), and splitting it costs time
+    (a pass copying each segment's result, and the per-segment overhead)."""
+    C = max(1, chunk_size)
+    if n < 4 * SEGMENT_CHUNKS * C:
+        size = max(n, 1)
+    else:
+        size = C * SEGMENT_CHUNKS
+    parts = []
+    for a in range(0, n, size):
+        b = min(a + size, n)
+        whole = a + (b - a) // C * C
+        parts += [slice(a, whole)] if whole > a else []
+        parts += [slice(whole, b)] if b > whole else []
+    return parts
+
+
+class _Chunking:
+    """Chunk geometry of one segment and every weight the forward and backward passes share (cached)."""
+
+    def __init__(self, n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device):
+        self.n, self.beta = n, beta
+        self.C = C = max(1, min(chunk_size, n))
+        self.n_chunks = nc = -(-n // C)
+        self.pad = nc * C - n
+        pos = torch.arange(C, device=device, dtype=dtype)
+        lag = pos[:, None] - pos[None, :]
+        self.intra = torch.where(lag >= 0, momentum_lag_weights(lag.clamp(min=-1), beta), 0.0)  # u(a − b), b ≤ a
+        from_start, to_end = pos[:, None], (C - 1) - pos[:, None]
+        self.forward = {"w_sigma": momentum_lag_weights(to_end, beta).T, "w_delta": decay_weights(to_end, beta).T,
+                        "read": beta * momentum_lag_weights(from_start, beta)}
+        self.reverse = {"w_sigma": momentum_lag_weights(from_start, beta).T,
+                        "w_delta": decay_weights(from_start, beta).T,
+                        "read": beta * momentum_lag_weights(to_end, beta)}
+        # Forward, a chunk's totals are taken at its end: σ = Σ_a u(C−1−a) x_a y_aᵀ, δ = Σ_a β^{C−1−a} x_a y_aᵀ,
+        # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
+        self.mask = (lag >= 0).to(dtype)  # the normaliser's weights, 1 for b ≤ a (the same as intra at β = 0)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
+        if self.pad:
+            x = F.pad(x, (0, 0, 0, self.pad))
+        return x.reshape(*x.shape[:2], self.n_chunks, self.C, x.shape[-1])
+
+    def join(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
+
+    def states(self, x: torch.Tensor, y: torch.Tensor, start: _Pair | None, reverse: bool):
+        """(s, d) of Σ u(lag) x yᵀ at each chunk's boundary, (B, H, n_chunks, Dx, Dy) each (d None at β = 0), and
+        the state at the segment's far end.
+
+        Forward: at each chunk's start; ``start`` = the state before the segment; far end = after it.
+        Reverse in time: at each chunk's end; ``start`` = the state after the segment; far end = before it.
+        """
+        beta, nc = self.beta, self.n_chunks
+        xt = x.transpose(-1, -2)
+        w = self.reverse if reverse else self.forward
+        if beta == 0.0:
+            sigma, delta = xt @ y, None
+        else:
+            sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
+        s, d = torch.empty_like(sigma), None if delta is None else torch.empty_like(delta)
+        for t, t0 in ((s, None if start is None else start.s), (d, None if start is None else start.d)):
+            if t is not None:
+                first = t[:, :, nc - 1 if reverse else 0]
+                first.zero_() if t0 is None else first.copy_(t0)
+        # The heavy-ball recurrence of eq. 12 from one chunk boundary to the next, C positions on:
+        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
+        order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
+        step_s, step_d = beta * scalar_u(self.C - 1, beta), beta**self.C
+        for prev, c in zip(order, order[1:] + [None], strict=False):
+            s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
+                s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
+            if d is not None:
+                s_next.add_(d[:, :, prev], alpha=step_s)
+                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d,
+                                   out=None if c is None else d[:, :, c])
+        far = _Pair(s_next, d_next if d is not None else None)
+        return s, d, far
+
+    def running_sums(self, x: torch.Tensor, start: torch.Tensor | None, reverse: bool):
+        """Σ x over the positions before each chunk (forward; after it, reverse in time) plus ``start``,
+        (B, H, n_chunks, D), and the total with ``start`` (the far end). The normaliser's z of eq. 9 and its adjoint."""
+        totals = x.sum(-2)  # (B, H, n_chunks, D): a few thousand numbers, so a cumulative sum is cheap here
+        if reverse:
+            totals = totals.flip(2)
+        inclusive = torch.cumsum(totals, 2)
+        if start is not None:
+            inclusive += start[:, :, None]
+        exclusive = inclusive - totals
+        return (exclusive.flip(2) if reverse else exclusive), inclusive[:, :, -1]
+
+    @staticmethod
+    def add_product(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """acc += a @ b chunk by chunk, in the matrix product itself (no separate pass over acc); returns acc."""
+        acc.view(-1, *acc.shape[-2:]).baddbmm_(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))
+        return acc
+
+    def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
+        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
+        out = x @ s
+        if d is not None:  # + (β·u(near)·x) @ d, accumulated in the product
+            self.add_product(out, x * (self.reverse if reverse else self.forward)["read"], d)
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: torch.device) -> _Chunking:
+    return _Chunking(n, chunk_size, beta, dtype, device)
+
+
+def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False, norm: Normaliser | None = None):
+    """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
+    carries, the state after the segment (its d also at β = 0 if ``keep_d``), and z after it (None without ``norm``).
+
+    With ``norm`` the output is γ·out_i / den_i, the denominator read off the same chunk products: its
+    in-chunk part Σ_{j≤i} q_i·k_j is a row sum of the masked score matrix the numerator multiplies by V,
+    its earlier part q_i·z at the chunk start — no separate prefix sum over the positions."""
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    # A segment of a longer tensor: copy it once, not once per product.
+    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))
+    scores = qc @ kc.transpose(-1, -2)
+    den = z_end = None
+    if norm is not None:
+        den, _, z_end = _denominator(ch, qc, kc, scores, norm)
+    s, d, final = ch.states(kc, vc, state, reverse=False)
+    out = ch.add_product(ch.read(qc, s, d, reverse=False), scores.mul_(ch.intra), vc)
+    if den is not None:
+        out.mul_(den.reciprocal_().mul_(norm.gamma))
+    if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
+        final = _Pair(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
+    return ch.join(out), final, z_end
+
+
+def _denominator(ch, qc, kc, scores, norm: Normaliser):
+    """den = Σ_{b≤a} q_a·k_b (in the chunk) + q_a·z (chunk start) + ε for every chunked position; z at every chunk
+    start and after the segment."""
+    z_start, z_end = ch.running_sums(kc, norm.z0, reverse=False)
+    in_chunk = (scores * ch.mask if ch.beta else scores.mul_(ch.mask)).sum(-1, keepdim=True)  # β = 0: mask = intra
+    return in_chunk.add_(qc @ z_start[..., None]).add_(norm.eps), z_start, z_end
+
+
+def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None, norm: Normaliser | None = None):
+    """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
+
+    ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
+    u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
+    With ``norm`` (the output of the segment in ``norm.out``), ``g`` is the gradient of the normalised
+    output: the numerator's gradient is g·γ/den and the denominator's h = −(g·out)/den; h enters the same
+    chunk products as the numerator's (the masked score matrix gains h_a on row a), plus h_a·z at each
+    chunk start for ∇q and Σ_{later} h q for ∇k. Also returns z's gradient before the segment (else None).
+    """
+    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
+    qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
+    scores = h = gz = None
+    if needs[2] or norm is not None:
+        scores = qc @ kc.transpose(-1, -2)
+    if norm is not None:
+        den, z_start, _ = _denominator(ch, qc, kc, scores, norm)
+        h = (gc * ch.split(norm.out.contiguous())).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
+        gc = gc * den.reciprocal_().mul_(norm.gamma)  # ∂/∂numerator
+    gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
+    if h is not None:
+        gv.addcmul_(h, ch.mask)  # + h_a for b ≤ a: the denominator's Σ_{b≤a} q_a·k_b
+    dq = dk = dv = None
+    if needs[0]:
+        s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
+        dq = ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        ch.add_product(dq, gv, kc)
+        if h is not None:
+            dq.addcmul_(h, z_start[:, :, :, None])
+        del s, d
+    s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+    if h is not None:  # Σ_{i later} h_i q_i: the denominator's share of ∇k, and z's gradient before the segment
+        hq_later, gz = ch.running_sums(h * qc, norm.gz, reverse=True)
+    if needs[1]:
+        dk = ch.add_product(ch.read(vc, s, d, reverse=True), gv.transpose(-1, -2), qc)
+        if h is not None:
+            dk += hq_later[:, :, :, None]
+    del gv
+    if needs[2]:
+        dv = ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
+        ch.add_product(dv, scores.mul_(ch.intra).transpose(-1, -2), gc)
+    return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before, gz)
+
+
+def _final_state_gradient(dk, dv, k, v, beta, grad_final: _Pair, to_end: torch.Tensor) -> None:
+    """Key j enters the final state as u(n−1−j)·k_j v_jᵀ in s and β^{n−1−j}·k_j v_jᵀ in d (``to_end`` = n−1−j)."""
+    terms = [(momentum_lag_weights(to_end, beta), grad_final.s)]
+    if grad_final.d is not None:
+        terms.append((decay_weights(to_end, beta), grad_final.d))
+    for w, G in terms:
+        if dk is not None:
+            dk += w * (v @ G.transpose(-1, -2))
+        if dv is not None:
+            dv += w * (k @ G)
+
+
+def _initial_state_gradient(later: _Pair, beta: float, n: int, grad_final: _Pair | None) -> _Pair:
+    """Output i reads the initial state as s_0 + β·u(i)·d_0; the final state holds it as s_0 + β·u(n−1)·d_0 and
+    β^n·d_0. ``later`` = (Σ_i u(i) g_i q_iᵀ, Σ_i β^i g_i q_iᵀ);
+    Σ_i g_i q_iᵀ = (1 − β)·Σ u(i)… + β·Σ β^i… (no cancellation)."""
+    s_rev, d_rev = later.s.transpose(-1, -2), None if later.d is None else later.d.transpose(-1, -2)
+    gs = s_rev if d_rev is None else (1.0 - beta) * s_rev + beta * d_rev
+    gd = beta * s_rev
+    if grad_final is not None:
+        gs = gs + grad_final.s
+        gd = gd + (beta * scalar_u(n - 1, beta)) * grad_final.s
+        if grad_final.d is not None:
+            gd = gd + (beta**n) * grad_final.d
+    return _Pair(gs, gd)
+
+
+def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
+    """Z_i = Σ_{j≤i} x_j along the length of a (batch, heads, length, dim) tensor (Katharopoulos eq. 11).
+
+    The same value as ``torch.cumsum(x, dim=2)``, computed as a lower-triangular matrix product
+    inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
+    not the last one is several times slower.
+    """
+    ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
+    local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
+    if ch.n_chunks > 1:
+        totals = local[:, :, :, -1:]
+        local = local + (torch.cumsum(totals, 2) - totals)
+    return ch.join(local)
+
+
+
+
+def _keep(keep, sl):
+    return None if keep is None else keep[:, None, sl, None]
+
+
+def forward(spec, q, k, v, keep, state: CausalState | None):
+    """The causal op's forward on this path (:mod:`lra_kit.attention.causal_product` calls it inside its one
+    autograd Function), segment by segment: φ and the mask applied to one segment at a time, its output (normalised
+    when ``spec.eps`` is set) written into place. Returns the output, the final :class:`CausalState` (when
+    ``spec.final``) and the state at each segment start (what backward needs)."""
+    dtype = compute_dtype(q.dtype)
+    B, H, N, _ = q.shape
+    parts = segments(N, spec.chunk_size)
+    out_dtype = spec.out_dtype or v.dtype
+    # One segment: its result is the output (no copy). Several: each is written into place as it comes.
+    out = None if len(parts) == 1 else torch.empty(B, H, N, v.shape[-1], dtype=out_dtype, device=v.device)
+    pair = None if state is None else _Pair(state.s, state.d)
+    z = None if state is None else state.z
+    starts = []
+    for sl in parts:
+        starts.append((pair, z))
+        fq, fk = (q[:, :, sl], k[:, :, sl]) if spec.phi is None else (spec.phi.queries(q[:, :, sl]),
+                                                                       spec.phi.keys(k[:, :, sl]))
+        fq, fk, vs = masked(fq, fk, v[:, :, sl], _keep(keep, sl), dtype)
+        norm = None if spec.eps is None else Normaliser(z, spec.eps, spec.gamma)
+        part, pair, z = _forward(fq, fk, vs, spec.beta, spec.chunk_size, pair, spec.keep_d, norm)
+        if out is None:
+            out = part.to(out_dtype)
+            if norm is not None:  # saved for backward
+                out = out.contiguous()
+        else:
+            out[:, :, sl] = part
+        del fq, fk, vs, part
+    final = CausalState(pair.s, pair.d, z) if spec.final else None
+    return out, final, starts
+
+
+def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | None, needs):
+    """The gradients of :func:`forward` (eqs. 13–15 and the normaliser's share), segments last to first, φ
+    recomputed per segment. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the gradient of the starting
+    state as a :class:`CausalState`."""
+    dtype, beta, C = compute_dtype(q.dtype), spec.beta, spec.chunk_size
+    grad = torch.zeros_like(v) if grad is None else grad
+    final, gz = None, None
+    if grad_final is not None:
+        gs, gd, gz = grad_final
+        if gs is not None or gd is not None:
+            final = _Pair(torch.zeros_like(gd) if gs is None else gs, gd)
+    n = q.shape[2]
+    parts, later = segments(n, C), None
+    grads = [torch.empty_like(t) if need and len(parts) > 1 else None for t, need in zip((q, k, v), needs[:3],
+                                                                                      strict=False)]
+    for i in range(len(parts) - 1, -1, -1):
+        sl, (start, z0) = parts[i], starts[i]
+        ks = _keep(keep, sl)
+        phi_q, phi_k, qs, kk = phi_forward(spec.phi, q[:, :, sl], k[:, :, sl], needs[:2])
+        fq, fk, vs = masked(phi_q.detach(), phi_k.detach(), v[:, :, sl], ks, dtype)
+        norm = None if spec.eps is None else Normaliser(z0, spec.eps, spec.gamma, out[:, :, sl].to(dtype), gz)
+        dfq, dfk, dvs, later, gz = _backward(fq, fk, vs, grad[:, :, sl].to(dtype), beta, C, needs[:3], start, later,
+                                             norm)
+        if final is not None:
+            to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
+            _final_state_gradient(dfk, dvs, fk, vs, beta, final, to_end)
+        if dfk is not None and ks is not None:
+            dfk *= ks
+        if dvs is not None and ks is not None:
+            dvs *= ks
+        parts_grads = (*phi_backward(spec.phi, phi_q, phi_k, qs, kk, dfq, dfk), dvs)
+        for i_grad, (part, like) in enumerate(zip(parts_grads, (q, k, v), strict=True)):
+            if part is None or not needs[i_grad]:
+                continue
+            if len(parts) == 1:  # one segment: its gradient is the gradient (no copy)
+                grads[i_grad] = part.to(like.dtype)
+            else:
+                grads[i_grad][:, :, sl] = part
+        del dfq, dfk, dvs, parts_grads
+    initial = _initial_state_gradient(later, beta, n, final) if any(needs[3:5]) else _Pair(None, None)
+    return (*grads, CausalState(initial.s, initial.d, gz))
