@@ -161,7 +161,7 @@ def triton_causal_product(
     initial_state: tuple[torch.Tensor, torch.Tensor] | None = None,
     output_final_state: bool = False,
     *,
-    chunk_size: int = triton_path.DEFAULT_CHUNK_SIZE,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
     out_dtype: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
     """:func:`causal_product` held to the Triton path (whatever :func:`lra_kit.attention.triton.available` says):

@@ -37,6 +37,7 @@ from lra_kit.attention.checks import check_qkv, check_step
 from lra_kit.attention.feature_maps import FeatureMap
 from lra_kit.attention.linear import LinearState, linear_attention, linear_attention_step
 from lra_kit.attention.modules import MultiheadAttention
+from lra_kit.attention.precision import compute_dtype
 
 # c is at most this: the keys' features are at most e^60/√m, and even 10^12 of them sum to less
 # than float32's largest number (e^88.7). Below the cap, c = d/2 centres the typical key exponent
@@ -144,11 +145,6 @@ class FavorPlus(FeatureMap):
         return f"dim={self.dim}, n_features={self.n_features}, orthogonal={self.orthogonal}"
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    # The features span many orders of magnitude: half precision would flush most of them to 0.
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def _eps(eps: float | None, dtype: torch.dtype) -> float:
     # The features are positive, so the denominator only needs a guard against 0/0 (fully padded
     # rows); a fixed 1e-6 would swamp denominators that are legitimately tiny (keys far from every ω).
@@ -186,7 +182,7 @@ def performer_attention(
     """
     check_qkv(q, k, v)
     _check_favor(feature_map, q.shape[-1])
-    dtype = _compute_dtype(q.dtype)
+    dtype = compute_dtype(q.dtype)  # the features span many orders of magnitude: half precision flushes them
     out, state = linear_attention(
         q.to(dtype), k.to(dtype), v.to(dtype), causal=causal, feature_map=feature_map,
         key_padding_mask=key_padding_mask, eps=_eps(eps, dtype), chunk_size=chunk_size,
@@ -207,7 +203,7 @@ def performer_attention_step(
     """One step of causal Performer attention: the RNN form of eqs. 16–20 with the same FAVOR+ features."""
     check_step(q_t, k_t, v_t)
     _check_favor(feature_map, q_t.shape[-1])
-    dtype = _compute_dtype(q_t.dtype)
+    dtype = compute_dtype(q_t.dtype)
     out, state = linear_attention_step(
         q_t.to(dtype), k_t.to(dtype), v_t.to(dtype), state, feature_map=feature_map, eps=_eps(eps, dtype)
     )

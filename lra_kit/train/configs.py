@@ -51,8 +51,6 @@ def _apply_preset(cfg: ExperimentConfig, preset: str) -> None:
     spec = PRESETS[preset]
     for key, value in {**spec["values"], **spec["per_task"].get(cfg.task, {})}.items():
         set_value(cfg, key, copy.deepcopy(value))
-    if attention_spec(cfg.attention).post_norm:
-        cfg.model.norm = "post"  # e.g. Luna layers are post-LN (Luna eq. 6) at every scale
     cfg.preset = preset
     cfg.source += f" — preset {preset!r}: {spec['shrunk']}"
 
@@ -113,7 +111,7 @@ def _lra_config(task: str, attention: str, scale: str) -> ExperimentConfig:
 
 def _copy_config(task: str, attention: str, scale: str) -> ExperimentConfig:
     d = COPY["heads"] * COPY["head_dim"]
-    model = ModelConfig(attention=attention, attention_options=_attention_options("copy", attention),
+    model = ModelConfig(attention=attention, attention_options=_attention_options(task, attention),
                         layers=COPY["layers"], d_model=d, n_heads=COPY["heads"], d_ff=4 * d, dropout=COPY["dropout"],
                         attention_dropout=COPY["dropout"], activation="relu", norm="post", final_norm=True,
                         position="sinusoidal_concat", luna_length=16)
@@ -123,7 +121,7 @@ def _copy_config(task: str, attention: str, scale: str) -> ExperimentConfig:
                         log_every=COPY["log_every"])
     data = DataConfig(batch_size=COPY["batch"])
     source = "copy task: Katharopoulos et al. §4.1, Nguyen et al. §4.1 + causal-copy code defaults"
-    return ExperimentConfig("copy", attention, scale, model=model, optim=optim, data=data, train=train, source=source)
+    return ExperimentConfig(task, attention, scale, model=model, optim=optim, data=data, train=train, source=source)
 
 
 def _pixel_config(task: str, attention: str, scale: str) -> ExperimentConfig:
@@ -152,8 +150,6 @@ def _shrink(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"scale {cfg.scale!r} is defined only for the tasks {', '.join(have)}, not {cfg.task!r}")
     for key, value in SMALL[(suite, cfg.scale)].items():
         set_value(cfg, key, copy.deepcopy(value))
-    if attention_spec(cfg.attention).post_norm:
-        cfg.model.norm = "post"  # e.g. Luna layers are post-LN (Luna eq. 6) at every scale
     cfg.source += f" — shrunk to the {cfg.scale} scale"
 
 
@@ -188,6 +184,8 @@ def get_config(task: str, attention: str, scale: str | None = None, connection: 
         cfg.connection = connection
     if preset is not None:
         _apply_preset(cfg, preset)
+    if attention_spec(attention).post_norm:
+        cfg.model.norm = "post"  # e.g. Luna layers are post-LN (Luna eq. 6) at every scale and preset
     return validate(cfg)
 
 

@@ -147,28 +147,22 @@ def export_model(model, out_dir: str, name: str, *, task: str = "mnist", provena
 
 def export_run(run_dir: str, out_dir: str, name: str | None = None) -> dict:
     """Export the best (else the latest) checkpoint of a ``lra-kit train`` run directory; returns the manifest."""
-    from lra_kit.errors import RunDirectoryError
     from lra_kit.models import build_model
     from lra_kit.train.checkpoint import load_checkpoint
-    from lra_kit.train.configs import from_dict, load_config_file
+    from lra_kit.train.runs import checkpoint_name, run_config
 
-    path = os.path.join(run_dir, "config.json")
-    if not os.path.isfile(path):
-        raise RunDirectoryError(f"{run_dir} is not a run directory (no config.json); train one with `lra-kit train`")
-    cfg = from_dict(load_config_file(path))
+    cfg = run_config(run_dir)
     check_exportable(cfg)  # before reading weights: an unsupported model fails in one line
-    names = [n for n in ("best.pt", "checkpoint.pt") if os.path.exists(os.path.join(run_dir, n))]
-    if not names:
-        raise RunDirectoryError(f"{run_dir} has no checkpoint yet (best.pt or checkpoint.pt)")
+    which = checkpoint_name(run_dir)
     spec = SUPPORTED_TASKS[cfg.task]
     from lra_kit.data.formats.pixels import PAD_ID
 
     model = build_model(cfg.model, kind="lm", vocab_size=spec["vocab_size"], max_length=spec["length"], pad_id=PAD_ID)
-    ckpt = load_checkpoint(os.path.join(run_dir, names[0]))
+    ckpt = load_checkpoint(os.path.join(run_dir, which))
     model.load_state_dict(ckpt["model"])
     model.eval()
     name = name or f"{cfg.task}-{cfg.model.attention}"
-    return export_model(model, out_dir, name, task=cfg.task, provenance=_run_provenance(run_dir, cfg, names[0], ckpt))
+    return export_model(model, out_dir, name, task=cfg.task, provenance=_run_provenance(run_dir, cfg, which, ckpt))
 
 
 def read_weights(manifest_path: str) -> tuple[dict, dict[str, torch.Tensor]]:

@@ -35,13 +35,12 @@ from typing import NamedTuple
 import torch
 
 from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.lag_weights import momentum_lag_weights
 from lra_kit.attention.mapped import masked, phi_backward, phi_forward
 from lra_kit.attention.normaliser import normaliser_gradients, prefix_denominator
 from lra_kit.attention.precision import compute_dtype
 from lra_kit.attention.triton.switch import kernels_for
-
-DEFAULT_CHUNK_SIZE = 64
 
 
 @functools.lru_cache(maxsize=64)
@@ -201,7 +200,7 @@ def forward(spec, q, k, v, keep, state):
     # The kernels multiply in the inputs' own type (16-bit tensor cores) and accumulate in float32; the
     # normaliser is summed from the float32 features.
     fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
-    run = _Launch(fq, vv, spec.beta, kernel_chunk(q.dtype, spec.chunk_size))
+    run = _Launch(fq, vv, spec.beta, spec.chunk_size)
     qf, kf, vf = run.flat(fq), run.flat(fk), run.flat(vv)
     init = None
     if state is not None:
@@ -247,7 +246,7 @@ def backward(spec, q, k, v, keep, out, memo, grad, grad_final, needs):
     phi_q, phi_k, qs, ks = phi_forward(spec.phi, q, k, needs[:2])
     fq32, fk32, vv32 = masked(phi_q.detach(), phi_k.detach(), v, _keep(keep), dtype)
     fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
-    run = _Launch(fq, vv, spec.beta, kernel_chunk(q.dtype, spec.chunk_size))
+    run = _Launch(fq, vv, spec.beta, spec.chunk_size)
     grad = torch.zeros(*v.shape, device=v.device, dtype=dtype) if grad is None else grad.to(dtype)
     gs, gd, gz = grad_final if grad_final is not None else (None, None, None)
     h = z = None
