@@ -26,7 +26,7 @@ def test_pack_unpack_matches_explicit_oracle(tie_kv, n_pack_heads, n, l):
     luna = make(tie_kv=tie_kv, n_pack_heads=n_pack_heads)
     x, p = inputs(n=n, l=l)
     mask = right_padding_mask([n, max(1, n // 2)], n)
-    y, packed = luna(x, p, key_padding_mask=mask)
+    y, packed, _ = luna(x, p, key_padding_mask=mask)
     y_ref, packed_ref = naive_luna_attention(luna, x, p, key_padding_mask=mask)
     assert y.shape == x.shape and packed.shape == (2, l, 16)
     assert_close(y, y_ref)
@@ -43,8 +43,8 @@ def test_permutation_equivariant_in_x_and_packed_output_invariant():
     luna = make()
     x, p = inputs(n=21)
     perm = torch.randperm(21, generator=torch.Generator().manual_seed(3))
-    y, packed = luna(x, p)
-    y_perm, packed_perm = luna(x[:, perm], p)
+    y, packed, _ = luna(x, p)
+    y_perm, packed_perm, _ = luna(x[:, perm], p)
     assert_close(y_perm, y[:, perm])
     assert_close(packed_perm, packed)
 
@@ -53,8 +53,8 @@ def test_padding_changes_nothing_for_real_tokens():
     luna = make()
     x, p = inputs(B=2, n=12)
     mask = right_padding_mask([12, 7], 12)
-    y, packed = luna(x, p, key_padding_mask=mask)
-    y_alone, packed_alone = luna(x[1:, :7], p)
+    y, packed, _ = luna(x, p, key_padding_mask=mask)
+    y_alone, packed_alone, _ = luna(x[1:, :7], p)
     assert_close(y[1:, :7], y_alone)
     assert_close(packed[1:], packed_alone)
 
@@ -63,7 +63,7 @@ def test_cost_is_linear_in_length_packed_size_fixed():
     luna = make()
     for n in (8, 64):
         x, p = inputs(n=n, l=4)
-        y, packed = luna(x, p)
+        y, packed, _ = luna(x, p)
         assert packed.shape[1] == 4  # the packed context has length l whatever n is
 
 
@@ -81,8 +81,8 @@ def test_causal_mean_product_is_eq7():
 def test_causal_matches_eq7_oracle_and_steps(tie_kv, pack_activation):
     luna = make(causal=True, tie_kv=tie_kv, pack_activation=pack_activation)
     x, p = inputs(n=70, l=6)
-    y, y_p = luna(x, p)
-    assert y_p is None
+    y, y_p, state = luna(x, p)
+    assert y_p is None and state is None
     y_ref, _ = naive_luna_attention(luna, x, p)
     assert_close(y, y_ref)
     state, outs = None, []
@@ -96,10 +96,10 @@ def test_causal_matches_eq7_oracle_and_steps(tie_kv, pack_activation):
 def test_causal_no_future_leakage():
     luna = make(causal=True)
     x, p = inputs(n=30)
-    y, _ = luna(x, p)
+    y, _, _ = luna(x, p)
     x2 = x.clone()
     x2[:, 11:] = torch.randn_like(x2[:, 11:])
-    y2, _ = luna(x2, p)
+    y2, _, _ = luna(x2, p)
     assert torch.equal(y[:, :11], y2[:, :11])
     assert not torch.allclose(y[:, 11:], y2[:, 11:])
 
@@ -127,12 +127,12 @@ def test_causal_padding_counts_real_tokens_only(side):
     lengths = [20, 13, 6]
     mask = (left_padding_mask if side == "left" else right_padding_mask)(lengths, 20)
     x = x.masked_fill(mask[..., None], 1e3)  # padding content must not matter either
-    y, _ = luna(x, p, key_padding_mask=mask)
+    y, _, _ = luna(x, p, key_padding_mask=mask)
     assert torch.isfinite(y).all()
     assert_close(y, naive_luna_attention(luna, x, p, key_padding_mask=mask)[0])
     for b, n in enumerate(lengths):
         real = x[b : b + 1][~mask[b : b + 1]].view(1, n, -1)
-        alone, _ = luna(real, p)
+        alone, _, _ = luna(real, p)
         assert_close(y[b][~mask[b]], alone[0])
 
 
@@ -260,7 +260,7 @@ def test_dropout_is_replayed_in_backward():
 def test_module_state_in_and_out():
     luna = make(causal=True, tie_kv=True)
     x, p = inputs(n=16)
-    y, _ = luna(x, p)
+    y, _, _ = luna(x, p)
     y1, none, s1 = luna(x[:, :10], p, output_final_state=True)
     assert none is None and isinstance(s1, LunaState)
     y2, _, s2 = luna(x[:, 10:], p, initial_state=s1, output_final_state=True)

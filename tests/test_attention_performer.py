@@ -119,17 +119,17 @@ def test_projection_is_fixed_until_redraw_and_saved_in_state_dict():
     torch.manual_seed(0)
     attn = build_attention("performer", 16, 2, causal=True).double().train()
     x = torch.randn(2, 7, 16, dtype=torch.float64)
-    first, _ = attn(x)
-    again, _ = attn(x)
+    first, _, _ = attn(x)
+    again, _, _ = attn(x)
     assert torch.equal(first, again)  # training mode does not redraw either
     saved = {k: v.clone() for k, v in attn.state_dict().items()}
     assert "feature_map.projection" in saved
     attn.redraw(torch.Generator().manual_seed(5))
-    redrawn, _ = attn(x)
+    redrawn, _, _ = attn(x)
     assert not torch.equal(attn.feature_map.projection, saved["feature_map.projection"])
     assert not torch.allclose(redrawn, first)
     attn.load_state_dict(saved)
-    restored, _ = attn(x)
+    restored, _, _ = attn(x)
     assert torch.equal(restored, first)
     # the same generator redraws the same projection
     a, b = favor(5), favor(5, seed=9)

@@ -3,7 +3,14 @@ import pytest
 import torch
 
 from attention_helpers import assert_close, rand_qkv, right_padding_mask
-from lra_kit.attention import ATTENTIONS, attention_names, attention_spec, build_attention, softmax_attention
+from lra_kit.attention import (
+    ATTENTIONS,
+    AttentionOutput,
+    attention_names,
+    attention_spec,
+    build_attention,
+    softmax_attention,
+)
 from lra_kit.attention.naive import naive_softmax_attention
 
 
@@ -38,10 +45,11 @@ def test_registry_builds_every_attention_with_common_forward(name, dtype):
     x = torch.randn(2, 11, 16, dtype=dtype)
     p = torch.randn(1, 3, 16, dtype=dtype) if ATTENTIONS[name].extra_sequence else None
     mask = right_padding_mask([11, 6], 11)
-    y, p_out = attn(x, p, key_padding_mask=mask)
+    y, p_out, state = attn(x, p, key_padding_mask=mask)
+    assert state is None
     assert y.shape == x.shape and y.dtype == dtype and torch.isfinite(y).all()
     # padding is invisible: the real positions of the padded sequence are those of its unpadded prefix
-    y_short, _ = attn(x[1:, :6], p, key_padding_mask=None)
+    y_short, _, _ = attn(x[1:, :6], p, key_padding_mask=None)
     torch.testing.assert_close(y[1:, :6], y_short, rtol=1e-4 if dtype == torch.float32 else 1e-9, atol=1e-5)
     if ATTENTIONS[name].extra_sequence:
         assert p_out.shape == (2, 3, 16)
@@ -55,12 +63,50 @@ def test_causal_modules_step_equals_forward(name):
     attn = build_attention(name, 16, 2, causal=True).double().eval()
     x = torch.randn(2, 9, 16, dtype=torch.float64)
     p = torch.randn(1, 4, 16, dtype=torch.float64) if ATTENTIONS[name].extra_sequence else None
-    y, _ = attn(x, p)
+    y, _, _ = attn(x, p)
     state, outs = None, []
     for t in range(9):
         y_t, state = attn.step(x[:, t], p, state)
         outs.append(y_t)
     assert_close(torch.stack(outs, 1), y)
+
+
+BUILDS = [(name, causal) for name in attention_names() for causal in (False, True)
+          if not causal or ATTENTIONS[name].causal]  # every row, causal where it has a causal form
+
+
+@pytest.mark.parametrize("name,causal", BUILDS)
+def test_forward_always_returns_out_p_state(name, causal):
+    """Every row of the table, causal and not: forward returns AttentionOutput(out, p, state) whatever its flags."""
+    torch.manual_seed(0)
+    spec = ATTENTIONS[name]
+    attn = build_attention(name, 16, 2, causal=causal).double().eval()
+    x = torch.randn(2, 7, 16, dtype=torch.float64)
+    p = torch.randn(1, 3, 16, dtype=torch.float64)  # Luna's extra sequence; the others must pass it through
+    mask = right_padding_mask([7, 4], 7)
+    plain = attn(x, p)
+    for result in (plain, attn(x, p, mask), attn(x, p, key_padding_mask=mask, output_final_state=False)):
+        assert isinstance(result, AttentionOutput) and len(result) == 3
+        y, p_out, state = result
+        assert y.shape == x.shape and state is None and result.out is y and result.state is None
+        if spec.extra_sequence:  # packed context (batch, l, d) when non-causal; causal Luna packs nothing forward
+            assert (p_out is None) if causal else (p_out.shape == (2, 3, 16))
+        else:
+            assert p_out is p
+    if not spec.extra_sequence:
+        assert attn(x).p is None and len(attn(x)) == 3
+    if not causal:
+        with pytest.raises(ValueError, match="causal"):
+            attn(x, p, output_final_state=True)
+        return
+    final = attn(x, p, output_final_state=True)
+    assert isinstance(final, AttentionOutput) and len(final) == 3 and final.state is not None
+    assert_close(final.out, plain.out)
+    # a state in, none asked for: still three values, state None; the two halves make the whole
+    first = attn(x[:, :3], p, output_final_state=True)
+    rest = attn(x[:, 3:], p, initial_state=first.state)
+    assert isinstance(rest, AttentionOutput) and len(rest) == 3 and rest.state is None
+    assert_close(torch.cat([first.out, rest.out], 1), plain.out)
 
 
 def test_table_rows_are_consistent():

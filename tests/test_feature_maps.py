@@ -100,7 +100,7 @@ def test_a_random_feature_map_travels_with_the_module_that_holds_it():
     assert "feature_map.projection" in attn.state_dict()
     attn = attn.double()
     assert attn.feature_map.projection.dtype == torch.float64
-    y, _ = attn(torch.randn(2, 5, 16, dtype=torch.float64))
+    y, _, _ = attn(torch.randn(2, 5, 16, dtype=torch.float64))
     assert torch.isfinite(y).all()
 
 

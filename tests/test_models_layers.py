@@ -153,7 +153,7 @@ def test_luna_layer_updates_p_through_its_own_norm():
     x, p = torch.randn(2, 9, 16), torch.randn(2, 4, 16)
     x2, _, p2 = layer(x, Carry(), p)
     assert x2.shape == x.shape and p2.shape == p.shape
-    _, y_p = layer.attn(x, p)
+    _, y_p, _ = layer.attn(x, p)
     torch.testing.assert_close(p2, layer.norm_p(p + y_p))  # Luna eq. 6: no FFN on P
     causal = LunaLayer(small("luna"), causal=True)
     assert causal.p.shape == (4, 16)

@@ -24,6 +24,7 @@ from lra_kit.attention.luna import (
     real_token_counts,
 )
 from lra_kit.attention.modules import (
+    AttentionOutput,
     KVCache,
     LinearAttention,
     MomentumAttention,
@@ -47,9 +48,9 @@ from lra_kit.attention.registry import ATTENTIONS, AttentionSpec, attention_name
 from lra_kit.attention.softmax import softmax_attention
 
 __all__ = [
-    "ATTENTIONS", "AttentionSpec", "CausalState", "Elementwise", "FEATURE_MAPS", "FavorPlus", "FeatureMap", "KVCache",
-    "LinearAttention", "LinearState", "LunaAttention", "LunaState", "MomentumAttention", "MomentumState",
-    "MultiheadAttention", "PerformerAttention", "ProductState", "SoftmaxAttention", "attention_names",
+    "ATTENTIONS", "AttentionOutput", "AttentionSpec", "CausalState", "Elementwise", "FEATURE_MAPS", "FavorPlus",
+    "FeatureMap", "KVCache", "LinearAttention", "LinearState", "LunaAttention", "LunaState", "MomentumAttention",
+    "MomentumState", "MultiheadAttention", "PerformerAttention", "ProductState", "SoftmaxAttention", "attention_names",
     "attention_spec", "authors_batched_momentum_attention", "authors_lra_momentum_attention", "build_attention",
     "causal_luna_attention", "causal_luna_step", "causal_mean_product", "causal_product",
     "elu_plus_one", "get_feature_map", "linear_attention", "linear_attention_step", "merge_heads",

@@ -36,6 +36,7 @@ from lra_kit.attention.causal_product import causal_product
 from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.feature_maps import elu_plus_one
 from lra_kit.attention.heads import merge_heads, split_heads
+from lra_kit.attention.modules import AttentionOutput
 from lra_kit.attention.softmax import softmax_attention
 
 PACK_ACTIVATIONS = ("softplus", "elu")
@@ -284,12 +285,13 @@ def causal_luna_step(
 class LunaAttention(nn.Module):
     """Luna attention: pack (eq. 3) then unpack (eq. 4), or causal Luna (§3.3, eq. 7).
 
-    ``forward(x, p, key_padding_mask=None) -> (y_x, y_p)`` for x (batch, n, d_model) and
-    p (batch or 1, l, d_model). Non-causal: y_p is the packed context (batch, l, d_model).
-    Causal: P must carry no information about X (Luna §3.3; decoder-only P is a per-layer
-    parameter), so no packed context is produced and y_p is None; ``forward(...,
-    initial_state=..., output_final_state=True) -> (y_x, None, LunaState)`` continues from and
-    returns the recurrent state, and ``step`` generates one position at a time with that state.
+    ``forward(x, p, key_padding_mask=None) -> AttentionOutput(y_x, y_p, state)``, always three values, for
+    x (batch, n, d_model) and p (batch or 1, l, d_model). Non-causal: y_p is the packed context
+    (batch, l, d_model) and state is None. Causal: P must carry no information about X (Luna §3.3;
+    decoder-only P is a per-layer parameter), so no packed context is produced and y_p is None;
+    ``forward(..., initial_state=..., output_final_state=True) -> AttentionOutput(y_x, None, LunaState)``
+    continues from and returns the recurrent state (state is None without ``output_final_state``), and
+    ``step`` generates one position at a time with that state.
     """
 
     def __init__(
@@ -367,7 +369,12 @@ class LunaAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, p: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *,
         initial_state: LunaState | None = None, output_final_state: bool = False,
-    ):
+    ) -> AttentionOutput:
+        """x (batch, n, d_model), p (batch or 1, l, d_model) → ``AttentionOutput(y_x, y_p, state)``, always three.
+
+        y_x is (batch, n, d_model); y_p the packed context (batch, l, d_model), None when causal; state
+        None unless ``output_final_state=True`` (causal only), then the :class:`LunaState` ``step`` takes.
+        """
         self._check(x, p)
         if self.causal:
             return self._causal_forward(x, p, key_padding_mask, initial_state, output_final_state)
@@ -391,7 +398,7 @@ class LunaAttention(nn.Module):
             k = self._heads(self.k_proj(packed), self.n_heads)
             v = self._heads(self.v_proj(packed), self.n_heads)
         y = self.out_proj(self._merge(softmax_attention(q, k, v, dropout_p=drop)))
-        return y, packed
+        return AttentionOutput(y, packed, None)
 
     def causal_projections(self, x: torch.Tensor, p: torch.Tensor):
         """q, k, v, the pack keys K_c (batch, heads, n, d) and the pack queries P_q (batch or 1, heads, l, d)."""
@@ -412,7 +419,7 @@ class LunaAttention(nn.Module):
             dropout_p=self.dropout if self.training else 0.0, chunk_size=self.chunk_size,
         )
         y = self.out_proj(self._merge(out))
-        return (y, None, state) if output_final_state else (y, None)
+        return AttentionOutput(y, None, state)  # state is None unless output_final_state
 
     def step(
         self, x_t: torch.Tensor, p: torch.Tensor, state: LunaState | None = None

@@ -2,13 +2,15 @@
 
 Every module built by :func:`lra_kit.attention.build_attention` has
 
-    forward(x, p=None, key_padding_mask=None) -> (y, p_out)
-    forward(x, p, key_padding_mask, initial_state=state, output_final_state=True) -> (y, p_out, state)
+    forward(x, p=None, key_padding_mask=None) -> AttentionOutput(out, p, None)
+    forward(x, p, key_padding_mask, initial_state=state, output_final_state=True) -> AttentionOutput(out, p, state)
                                                             (causal modules: prefill, or a sequence in pieces)
     step(x_t, p=None, state=None) -> (y_t, state)          (causal modules; generation)
 
-The state that ``forward`` returns is exactly what ``step`` takes, and the other way round: a prompt
-is prefilled in one parallel call, then continued token by token.
+``forward`` always returns three values, whatever its flags: an :class:`AttentionOutput`, a named tuple
+that unpacks as ``y, p, state = attn(x)``. ``state`` is None unless ``output_final_state=True``. The state
+that ``forward`` returns is exactly what ``step`` takes, and the other way round: a prompt is prefilled
+in one parallel call, then continued token by token.
 
 ``p`` is Luna's extra sequence; the other attentions pass it through untouched, so a model can
 treat every attention alike. ``x`` is (batch, length, d_model), ``x_t`` is (batch, d_model).
@@ -26,6 +28,21 @@ from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.linear import linear_attention, linear_attention_step
 from lra_kit.attention.momentum import momentum_attention, momentum_attention_step
 from lra_kit.attention.softmax import softmax_attention
+
+
+class AttentionOutput(NamedTuple):
+    """What every attention module's ``forward`` returns, always these three (``y, p, state = attn(x)``).
+
+    ``out``   the attention output y, (batch, length, d_model)
+    ``p``     Luna's extra sequence: non-causal Luna's packed context (batch, l, d_model), None for causal
+              Luna; every other module passes its ``p`` argument through unchanged
+    ``state`` None unless ``forward`` was called with ``output_final_state=True`` (causal modules only);
+              then the state after the last position, the one ``step`` continues from
+    """
+
+    out: torch.Tensor
+    p: Any
+    state: Any
 
 
 class KVCache(NamedTuple):
@@ -58,7 +75,15 @@ class MultiheadAttention(nn.Module):
         self.W_o = nn.Linear(inner, d_model)
 
     def forward(self, x: torch.Tensor, p: Any = None, key_padding_mask: torch.Tensor | None = None, *,
-                initial_state: Any = None, output_final_state: bool = False):
+                initial_state: Any = None, output_final_state: bool = False) -> AttentionOutput:
+        """x (batch, length, d_model) → ``AttentionOutput(out, p, state)``, always three values.
+
+        ``out`` is the attention output (batch, length, d_model); ``p`` is the argument, passed through
+        untouched (Luna's extra sequence; these modules do not read it); ``state`` is None unless
+        ``output_final_state=True``. A causal module starts from ``initial_state`` (None: the start of a
+        sequence) and, asked for it, returns its state after the last position — the state ``step`` takes.
+        ``initial_state``/``output_final_state`` on a non-causal module are a ValueError.
+        """
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
         stateful = initial_state is not None or bool(output_final_state)
@@ -66,12 +91,12 @@ class MultiheadAttention(nn.Module):
             raise ValueError("initial_state/output_final_state need a causal module (causal=True)")
         q, k, v = (split_heads(W(x), self.n_heads) for W in (self.W_q, self.W_k, self.W_v))
         if not stateful:
-            return self.W_o(merge_heads(self.attend(q, k, v, key_padding_mask))), p
+            return AttentionOutput(self.W_o(merge_heads(self.attend(q, k, v, key_padding_mask))), p, None)
         out, state = self.attend_with_state(q, k, v, key_padding_mask, initial_state)
-        y = self.W_o(merge_heads(out))
-        return (y, p, state) if output_final_state else (y, p)
+        return AttentionOutput(self.W_o(merge_heads(out)), p, state if output_final_state else None)
 
     def step(self, x_t: torch.Tensor, p: Any = None, state: Any = None):
+        """One position x_t (batch, d_model) of a causal module → ``(y_t, state)``; ``state=None`` starts a sequence."""
         if not self.causal:
             raise RuntimeError(f"{type(self).__name__}.step needs a causal module (causal=True)")
         if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:

@@ -83,7 +83,10 @@ def attention_spec(name: str) -> AttentionSpec:
 
 
 def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Module:
-    """A multi-head attention module with ``forward(x, p=None, key_padding_mask=None) -> (y, p)``.
+    """A multi-head attention module with ``forward(x, p=None, key_padding_mask=None) -> AttentionOutput(y, p, state)``.
+
+    ``forward`` always returns three values (``y, p, state = attn(x)``): ``p`` is Luna's extra sequence (the
+    others pass it through), ``state`` is None unless ``output_final_state=True`` (causal modules).
 
     ``name`` is one of :func:`attention_names`; ``options`` go to its constructor on top of the
     table's defaults (e.g. ``causal=True``, ``beta=0.6, gamma=0.9``, ``feature_map="elu"``,

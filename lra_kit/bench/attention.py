@@ -229,7 +229,7 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
         p = torch.randn(1, luna_length, d_model, generator=gen).to(device, dtype)
 
         def step():
-            y, packed = luna(x, p)
+            y, packed, _ = luna(x, p)
             (y.sum() + packed.sum()).backward()
             x.grad = None
 

@@ -78,7 +78,8 @@ def attention_prefill(attn: nn.Module, x: torch.Tensor, p: Any = None, state: An
     """Run a causal attention over all of x (batch, n, d) → (y, state), the state ``attn.step`` continues from.
 
     One parallel call ``attn(x, p, None, initial_state=state, output_final_state=True)`` where the
-    module supports it; otherwise ``attn.step`` position by position (same result, n calls).
+    module supports it (it returns ``(y, p, state)``, an ``AttentionOutput``); otherwise ``attn.step``
+    position by position (same result, n calls).
     """
     if returns_final_state(attn):
         y, _, state = attn(x, p, None, initial_state=state, output_final_state=True)
@@ -155,7 +156,7 @@ class TransformerLayer(nn.Module):
 
     def forward(self, x, carry: Carry = Carry(), p: Any = None, key_padding_mask=None):
         """(batch, n, d) → (x_{ℓ+1}, carry for the next layer, p unchanged)."""
-        v_hat, p = self.attn(self.norm1(x) if self.cfg.norm == "pre" else x, p, key_padding_mask)
+        v_hat, p, _ = self.attn(self.norm1(x) if self.cfg.norm == "pre" else x, p, key_padding_mask)
         keep = None if key_padding_mask is None else (~key_padding_mask)[..., None].to(x.dtype)
         out, carry = self._finish(x, v_hat, carry, keep)
         return out, carry, p
@@ -202,7 +203,7 @@ class LunaLayer(nn.Module):
     def forward(self, x, carry: Carry = Carry(), p=None, key_padding_mask=None):
         if self.causal:
             p = self.p[None]
-        y_x, y_p = self.attn(x, p, key_padding_mask)
+        y_x, y_p, _ = self.attn(x, p, key_padding_mask)
         x = self._finish(x, y_x)
         if y_p is not None:
             p = self.norm_p(p + self.drop(y_p))
