@@ -192,12 +192,18 @@ def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False, norm: Normalis
     if norm is not None:
         den, _, z_end = _denominator(ch, qc, kc, scores, norm)
     s, d, final = ch.states(kc, vc, state, reverse=False)
-    out = ch.add_product(ch.read(qc, s, d, reverse=False), scores.mul_(ch.intra), vc)
+    out = ch.add_product(ch.read(qc, s, d, reverse=False), _weighted(ch, scores, norm), vc)
     if den is not None:
         out.mul_(den.reciprocal_().mul_(norm.gamma))
     if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
         final = _Pair(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
     return ch.join(out), final, z_end
+
+
+def _weighted(ch, scores, norm):
+    """The score matrix times the in-chunk weights u(a − b), in place. At β = 0 with a normaliser,
+    :func:`_denominator` has already masked it in place (the weights are then the mask itself)."""
+    return scores if norm is not None and not ch.beta else scores.mul_(ch.intra)
 
 
 def _denominator(ch, qc, kc, scores, norm: Normaliser):
@@ -248,7 +254,7 @@ def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None, norm:
     del gv
     if needs[2]:
         dv = ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
-        ch.add_product(dv, scores.mul_(ch.intra).transpose(-1, -2), gc)
+        ch.add_product(dv, _weighted(ch, scores, norm).transpose(-1, -2), gc)
     return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before, gz)
 
 
