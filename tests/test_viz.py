@@ -153,15 +153,6 @@ def test_recent_window_rounds_half_up_like_the_javascript():
     assert momentum.recent_window(0.6) == 3  # 1/(1 − 0.6) is exactly 2.5 in binary64: rounded up, not to even
 
 
-def test_lag_weight_oracle_matches_momentum_weights():
-    from lra_kit.attention import momentum_weights
-
-    lag = torch.arange(50, dtype=torch.float64)
-    for beta in (0.0, 0.3, 0.95):
-        torch.testing.assert_close(momentum.momentum_lag_weights_float64(lag, beta), momentum_weights(lag, beta),
-                                   rtol=1e-12, atol=1e-12)
-
-
 def test_momentum_reweighting_html_is_self_contained_and_checks_input():
     tokens, _, scores = _sentence_scores()
     page = widgets.momentum_reweighting_html(tokens, scores, beta=0.6, gamma=1.0, query=20)

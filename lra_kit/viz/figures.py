@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from lra_kit.viz.momentum import momentum_attention_map, momentum_lag_weights_float64, reweighting_readouts
+from lra_kit.viz.momentum import momentum_attention_map, reweighting_readouts, reweighting_row
 from lra_kit.viz.widgets import check_grid, format_value, slider_player_html
 
 DrawFrame = Callable[..., None]  # draw(fig, **params): fill an empty figure for one parameter point
@@ -188,17 +188,14 @@ def log_length_axis(ax, lengths: Sequence[int]) -> None:
 def draw_reweighting_frame(fig, *, beta: float, gamma: float, query: int, tokens: Sequence[str], scores) -> None:
     """The views of :func:`momentum_reweighting_html` drawn with matplotlib (static record, live ipywidgets).
 
-    Top: query ``query``'s share of attention on each key, linear vs momentum row-normalised; bottom
-    left: the mean lag every query reads; the numbers are :func:`reweighting_readouts`.
+    Top: query ``query``'s share of attention on each key, linear vs momentum row-normalised
+    (:func:`reweighting_row`); bottom: the mean lag every query reads; the numbers are :func:`reweighting_readouts`.
     """
     n = len(tokens)
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.2, 1]})
     rows = [reweighting_readouts(scores, beta=beta, gamma=gamma, query=i) for i in range(n)]
-    row = scores[query, : query + 1].double()
-    linear = row / row.sum()
-    lag = torch.arange(query, -1, -1, dtype=torch.float64)
-    momentum = momentum_lag_weights_float64(lag, beta) * linear
-    momentum = momentum / momentum.sum()  # γ cancels in the row-normalised share
+    row = reweighting_row(scores, beta=beta, gamma=gamma, query=query)
+    linear, momentum = row["linear"], row["normalised"]
     window = int(rows[query]["window"])
     top.axvspan(query - window + 0.5, query + 0.5, color="#fde68a", alpha=0.5, lw=0,
                 label=f"last {window} keys ≈ 1/(1−β)")
