@@ -125,7 +125,7 @@ def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
         got = momentum.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
         row, row0 = a[query, : query + 1], a0[query, : query + 1]
         lag = torch.arange(query, -1, -1, dtype=torch.float64)
-        window = min(query + 1, math.floor(1 / (1 - beta) + 0.5))  # rounded half up, as the slider's JavaScript
+        window = min(query + 1, momentum.recent_window(beta))
         assert got["scale"] == pytest.approx(row.sum().item(), rel=1e-5)
         p = row / row.sum()
         assert got["recent_momentum"] == pytest.approx(p[lag < window].sum().item(), rel=1e-5, abs=1e-9)
