@@ -6,7 +6,7 @@ import math
 import pytest
 
 from lra_kit.attention import attention_names
-from lra_kit.data import task_names
+from lra_kit.data import task_names, task_spec
 from lra_kit.errors import ConfigError
 from lra_kit.train.configs import SMALL, TASKS, apply_overrides, from_dict, get_config, merge_dict, validate
 from lra_kit.train.trainer import Trainer
@@ -96,6 +96,12 @@ def test_every_shipped_config_validates_and_uses_per_token_adaptive_norms(task, 
     for attention in attention_names():
         cfg = validate(get_config(task, attention, scale))
         assert cfg.model.adaptive_over == "token"  # one reading of eq. 18 everywhere; "sample" is an option
+
+
+def test_small_has_a_row_for_each_scale_a_task_has_and_no_other():
+    """Which scales a task has is TaskSpec.scales; SMALL gives the values of each below paper, keyed by suite."""
+    needed = {(task_spec(task).suite, scale) for task in TASKS for scale in task_spec(task).scales if scale != "paper"}
+    assert set(SMALL) == needed
 
 
 def test_the_small_scales_are_one_table():
