@@ -112,3 +112,18 @@ def test_the_small_scales_are_one_table():
         for key, value in row.items():
             section, name = key.split(".")
             assert cfg[section][name] == value, (family, scale, key)
+
+
+def test_a_preset_is_checked_against_the_presets_and_the_schema_holds_no_paper_table():
+    import ast
+    from pathlib import Path
+
+    from lra_kit.train import config_schema
+
+    cfg = get_config("copy", "linear", "smoke")
+    cfg.preset = "gpu-1h"
+    with pytest.raises(ConfigError, match="unknown preset 'gpu-1h'; valid presets: .*cpu-20k"):
+        validate(cfg)
+    tree = ast.parse(Path(config_schema.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "lra_kit.train.paper_configs" not in imported and "lra_kit.train.configs" not in imported

@@ -26,11 +26,11 @@ from lra_kit.train.config_schema import (
     TrainConfig,
     apply_overrides,
     check_choice,
+    check_values,
     format_config,
     load_config_file,
     merge_dict,
     set_value,
-    validate,
 )
 from lra_kit.train.paper_configs import (
     ATTENTION_OPTIONS,
@@ -44,6 +44,14 @@ from lra_kit.train.paper_configs import (
     PRESETS,
     SMALL,
 )
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check every value of ``cfg``: its preset, if any, is a key of ``PRESETS``, and the rest as
+    :func:`lra_kit.train.config_schema.check_values` checks it; raise ``ConfigError`` naming the first bad key."""
+    if cfg.preset is not None:
+        check_choice("preset", cfg.preset, tuple(PRESETS))
+    return check_values(cfg)
 
 
 def _apply_preset(cfg: ExperimentConfig, preset: str) -> None:
