@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from lra_kit.viz.momentum import momentum_attention_map, reweighting_readouts, reweighting_row
+from lra_kit.viz.momentum import reweighting_readouts, reweighting_row
 from lra_kit.viz.widgets import check_grid, format_value, slider_player_html
 
 DrawFrame = Callable[..., None]  # draw(fig, **params): fill an empty figure for one parameter point
@@ -158,23 +158,6 @@ def draw_momentum_weights(ax, *, beta: float, gamma: float, max_lag: int = 40, y
     ax.set_yscale("log")
     ax.set_ylim(*ylim)
     ax.set_xlabel("lag i − j")
-
-
-def draw_momentum_frame(fig, *, beta: float, gamma: float, q, k, max_lag: int = 40, vmin=1e-3, vmax=None) -> None:
-    """One frame of chapter 4's slider: the lag weights (left) and the reweighted map of a real input (right)."""
-    from matplotlib.colors import LogNorm
-
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
-    draw_momentum_weights(left, beta=beta, gamma=gamma, max_lag=max_lag)
-    left.set_ylabel("weight of key j in s_i")
-    left.legend(fontsize=7, loc="upper left")
-    left.set_title(f"β = {beta:g}, γ = {gamma:g}", fontsize=10)
-    attention = momentum_attention_map(q, k, beta=beta, gamma=gamma).clamp_min(vmin)
-    image = right.imshow(attention.numpy(), norm=LogNorm(vmin=vmin, vmax=vmax), cmap="viridis")
-    right.set_xlabel("key j")
-    right.set_ylabel("query i")
-    right.set_title("attention map A (log colour)", fontsize=10)
-    fig.colorbar(image, ax=right, shrink=0.85)
 
 
 def log_length_axis(ax, lengths: Sequence[int]) -> None:
