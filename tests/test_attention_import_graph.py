@@ -88,3 +88,23 @@ def test_a_circle_is_found_even_when_one_import_is_deferred(tmp_path, deferred):
     (tmp_path / "c.py").write_text("from lra_kit.attention import a\n")
     cycle = find_cycle(import_graph(tmp_path))
     assert cycle is not None and set(cycle) == {f"{PACKAGE}.a", f"{PACKAGE}.b"}
+
+
+
+def lra_kit_imports(path: Path) -> set[str]:
+    """The lra_kit modules a file imports by absolute name, every import statement counted."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module or "")
+    return {name for name in found if name.split(".")[0] == "lra_kit"}
+
+
+def test_outside_itself_the_attention_package_imports_only_the_table_constructor():
+    """docs/design.md §1: attention knows nothing of the rest of lra_kit but lra_kit.tables, which imports none."""
+    outside = {module_name(path): {name for name in lra_kit_imports(path) if not name.startswith(PACKAGE)}
+               for path in sorted(ROOT.rglob("*.py"))}
+    assert set().union(*outside.values()) <= {"lra_kit.tables"}, {m: names for m, names in outside.items() if names}
+    assert lra_kit_imports(ROOT.parent / "tables.py") == set()

@@ -61,6 +61,8 @@ def test_train_resume_eval_generate_copy(tmp_path, capsys):
     assert main(["generate", run_dir, "--n", "4", "--show", "1"]) == 0
     out = capsys.readouterr().out
     assert "copy_accuracy" in out
+    assert main(["generate", run_dir, "--pictures", str(tmp_path / "pictures")]) == 1
+    assert "--pictures draws images: it needs an image task, not 'copy'" in capsys.readouterr().err
 
 
 @pytest.mark.data
@@ -75,6 +77,18 @@ def test_generate_writes_a_png_grid_for_mnist(tmp_path, capsys):
     png = os.path.join(run_dir, "samples.png")
     assert "wrote 4 samples" in capsys.readouterr().out
     assert Image.open(png).size == (2 * 30, 2 * 30)
+
+    # --pictures: samples and completions with the run's provenance, as results/mnist/ holds them
+    pictures = tmp_path / "pictures"
+    assert main(["generate", run_dir, "--n", "2", "--pictures", str(pictures)]) == 0
+    assert "mnist-linear-smoke-pictures.json" in capsys.readouterr().out
+    record = json.loads((pictures / "mnist-linear-smoke-pictures.json").read_text())
+    results = json.loads(open(os.path.join(run_dir, "results.json")).read())
+    assert {k: record[k] for k in ("experiment", "steps", "git_commit")} == \
+        {k: results[k] for k in ("experiment", "steps", "git_commit")}
+    assert record["checkpoint"] == "best.pt" and record["keep_rows"] == 14
+    assert record["test_bits_per_dim"] == results["metrics"]["test"]["bits_per_dim"]
+    assert Image.open(pictures / record["files"]["completions"]).size == (8 * 30, 3 * 30)  # occluded, drawn, original
 
 
 @pytest.mark.parametrize("command", ["eval", "generate"])

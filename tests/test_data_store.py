@@ -15,7 +15,7 @@ from lra_kit.data.generators.listops import ListOpsConfig
 from lra_kit.data.store import fetch as fetch_module
 from lra_kit.data.store.cache import ORPHAN_AGE_S, CacheRebuildWarning, entry_dir, load_npz, remove_orphans
 from lra_kit.data.store.fetch import fetch_file
-from lra_kit.data.store.sources import DataFile
+from lra_kit.data.store.sources import BUNDLES, Bundle, DataFile, fetch_command
 from lra_kit.data.tasks.listops import SIZES_NAME, TSV_NAMES, generated_dir, tokenized
 
 
@@ -138,3 +138,13 @@ def test_orphan_temporary_files_are_removed_when_the_entry_is_opened():
     assert remove_orphans(folder, min_age_s=0) == [fresh] and not fresh.exists()
     with pytest.raises(ValueError, match="min_age_s"):
         remove_orphans(folder, min_age_s=-1)
+
+
+def test_the_fetch_hint_names_the_offline_copies_where_one_exists():
+    """Bundle.offline_copy: an ``offline`` entry, or MNIST's byte-identical copy; the LRA release has none."""
+    assert {name for name, bundle in BUNDLES.items() if bundle.offline_copy} == set(BUNDLES) - {"lra"}
+    for name in BUNDLES:
+        assert ("LRA_KIT_DATA" in fetch_command(name)) == BUNDLES[name].offline_copy
+    official = DataFile("toy/a.gz", None)
+    assert not Bundle("toy", "a toy", (official,)).offline_copy
+    assert Bundle("toy", "a toy", (official,), offline=(DataFile("toy/b.gz", None),)).offline_copy

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from lra_kit.attention import attention_names
-from lra_kit.data import task_names
+from lra_kit.data import task_names, task_spec
 from lra_kit.errors import ConfigError
 from lra_kit.train.configs import SMALL, TASKS, apply_overrides, from_dict, get_config, merge_dict, validate
 from lra_kit.train.trainer import Trainer
@@ -98,6 +98,12 @@ def test_every_shipped_config_validates_and_uses_per_token_adaptive_norms(task, 
         assert cfg.model.adaptive_over == "token"  # one reading of eq. 18 everywhere; "sample" is an option
 
 
+def test_small_has_a_row_for_each_scale_a_task_has_and_no_other():
+    """Which scales a task has is TaskSpec.scales; SMALL gives the values of each below paper, keyed by suite."""
+    needed = {(task_spec(task).suite, scale) for task in TASKS for scale in task_spec(task).scales if scale != "paper"}
+    assert set(SMALL) == needed
+
+
 def test_the_small_scales_are_one_table():
     """Each (family, scale) row is applied as written: the table is the single source of the shrunk values."""
     for (family, scale), row in SMALL.items():
@@ -106,3 +112,18 @@ def test_the_small_scales_are_one_table():
         for key, value in row.items():
             section, name = key.split(".")
             assert cfg[section][name] == value, (family, scale, key)
+
+
+def test_a_preset_is_checked_against_the_presets_and_the_schema_holds_no_paper_table():
+    import ast
+    from pathlib import Path
+
+    from lra_kit.train import config_schema
+
+    cfg = get_config("copy", "linear", "smoke")
+    cfg.preset = "gpu-1h"
+    with pytest.raises(ConfigError, match="unknown preset 'gpu-1h'; valid presets: .*cpu-20k"):
+        validate(cfg)
+    tree = ast.parse(Path(config_schema.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "lra_kit.train.paper_configs" not in imported and "lra_kit.train.configs" not in imported

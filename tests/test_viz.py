@@ -68,14 +68,7 @@ def test_momentum_attention_map_is_the_explicit_eq13_matrix():
     torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-9)
 
 
-def test_draw_momentum_frame_and_live_sliders():
-    torch.manual_seed(0)
-    q, k = torch.randn(2, 6, 3).unbind(0)
-    frames = figures.render_frames(
-        lambda fig, beta, gamma: figures.draw_momentum_frame(fig, beta=beta, gamma=gamma, q=q, k=k, max_lag=5),
-        {"beta": [0.0, 0.9], "gamma": [1.0]}, dpi=20,
-    )
-    assert len(frames) == 2 and frames["0,0"] != frames["1,0"]
+def test_live_sliders():
     widget = figures.live_sliders(_draw, {"a": [0.0, 1.0], "b": [2.0, 3.0]}, initial={"a": 0.5})
     sliders = [c for c in widget.children if hasattr(c, "min")]
     assert [(s.description, s.min, s.max, s.value) for s in sliders] == [("a", 0.0, 1.0, 0.5), ("b", 2.0, 3.0, 2.0)]
@@ -125,7 +118,7 @@ def test_reweighting_readouts_agree_with_momentum_attention(beta, gamma):
         got = momentum.reweighting_readouts(scores, beta=beta, gamma=gamma, query=query)
         row, row0 = a[query, : query + 1], a0[query, : query + 1]
         lag = torch.arange(query, -1, -1, dtype=torch.float64)
-        window = min(query + 1, math.floor(1 / (1 - beta) + 0.5))  # rounded half up, as the slider's JavaScript
+        window = min(query + 1, momentum.recent_window(beta))
         assert got["scale"] == pytest.approx(row.sum().item(), rel=1e-5)
         p = row / row.sum()
         assert got["recent_momentum"] == pytest.approx(p[lag < window].sum().item(), rel=1e-5, abs=1e-9)
@@ -151,15 +144,6 @@ def test_recent_window_rounds_half_up_like_the_javascript():
         if x == math.floor(x) + 0.5:  # an exact half-integer rounds up (Python's round() would go to even)
             assert momentum.recent_window(beta) == math.floor(x) + 1
     assert momentum.recent_window(0.6) == 3  # 1/(1 − 0.6) is exactly 2.5 in binary64: rounded up, not to even
-
-
-def test_lag_weight_oracle_matches_momentum_weights():
-    from lra_kit.attention import momentum_weights
-
-    lag = torch.arange(50, dtype=torch.float64)
-    for beta in (0.0, 0.3, 0.95):
-        torch.testing.assert_close(momentum.momentum_lag_weights_float64(lag, beta), momentum_weights(lag, beta),
-                                   rtol=1e-12, atol=1e-12)
 
 
 def test_momentum_reweighting_html_is_self_contained_and_checks_input():

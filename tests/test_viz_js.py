@@ -36,8 +36,7 @@ def _reference() -> dict:
     tokens, phi = momentum.sentence_match_features(SENTENCE)
     scores = momentum.causal_scores(phi, phi)
     n = len(tokens)
-    # the rows exactly as the page embeds them (momentum_reweighting_html rounds to 12 digits)
-    rows = [[round(float(x), 12) for x in scores[i, : i + 1]] for i in range(n)]
+    rows = widgets.reweighting_data(tokens, scores)["scores"]  # the rows as the page embeds them (rounded)
     embedded = torch.zeros(n, n, dtype=torch.float64)
     for i, row in enumerate(rows):
         embedded[i, : i + 1] = torch.tensor(row, dtype=torch.float64)

@@ -46,6 +46,19 @@ def test_luna_weights_reproduce_module_output():
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 
+def test_an_attention_without_an_oracle_is_refused_and_left_out():
+    """Performer has no float64 oracle of its weights: not among the drawable attentions, refused by name of type."""
+    from lra_kit.attention import attention_names
+    from lra_kit.viz.trained import ATTENTIONS
+
+    assert set(ATTENTIONS) < set(attention_names()) and "performer" not in ATTENTIONS
+    assert list(ATTENTIONS) == [name for name in attention_names() if name in ATTENTIONS]  # the registry's order
+    with pytest.raises(TypeError, match="PerformerAttention"):
+        attention_weights(build_attention("performer", 16, 2, causal=True), torch.randn(1, 5, 16))
+    with pytest.raises(ValueError, match="learned P"):
+        attention_weights(build_attention("luna", 16, 2, causal=True), torch.randn(1, 5, 16))
+
+
 def test_lookup_share_of_a_perfect_copy_head():
     w = 5
     n = 2 * w + 2

@@ -16,6 +16,7 @@ import torch.nn as nn
 from lra_kit.attention.luna import LunaAttention
 from lra_kit.attention.modules import LinearAttention, MomentumAttention, SoftmaxAttention
 from lra_kit.attention.performer import PerformerAttention
+from lra_kit.tables import name_table
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,11 +52,7 @@ class AttentionSpec:
         return {**self.defaults, **overrides}
 
 
-def _table(*specs: AttentionSpec) -> Mapping[str, AttentionSpec]:
-    return MappingProxyType({spec.name: spec for spec in specs})
-
-
-ATTENTIONS: Mapping[str, AttentionSpec] = _table(
+ATTENTIONS: Mapping[str, AttentionSpec] = name_table(
     AttentionSpec("softmax", SoftmaxAttention, "softmax(QKᵀ/√d)V through SDPA (Katharopoulos et al. eq. 2)",
                   dropout=True),
     AttentionSpec("linear", LinearAttention, "linear attention, φ = elu + 1 (Katharopoulos et al. eqs. 5, 9)"),

@@ -11,7 +11,6 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from torch.utils.data import Dataset
 
@@ -20,6 +19,7 @@ from lra_kit.data.splits import SPLITS
 from lra_kit.data.tasks import copy_task, listops, pathfinder, pixel_lm, retrieval, text
 from lra_kit.data.tasks import image as image_task
 from lra_kit.scales import SCALES, get_scale
+from lra_kit.tables import name_table
 
 SUITES = ("lra", "copy", "pixels")
 METRICS = ("accuracy", "loss", "bits_per_dim")
@@ -65,11 +65,7 @@ class TaskSpec:
         return tuple(name for name, p in params.items() if p.kind == p.KEYWORD_ONLY and name != "scale")
 
 
-def _table(*specs: TaskSpec) -> Mapping[str, TaskSpec]:
-    return MappingProxyType({spec.name: spec for spec in specs})
-
-
-TASK_TABLE: Mapping[str, TaskSpec] = _table(
+TASK_TABLE: Mapping[str, TaskSpec] = name_table(
     # The Long Range Arena (Tay et al. 2021), in the order of its tables.
     TaskSpec("listops", listops.load_listops, "ListOps: the value of a nested list expression (10 classes)",
              kind="classification", length=listops.MAX_LENGTH, metric="accuracy", suite="lra", generated=True,

@@ -87,6 +87,8 @@ def _generate(args) -> int:
     from lra_kit.train.samples import save_image_grid
 
     _check_generate_args(args)
+    if args.pictures:
+        check_writable(args.pictures, directory=True)  # before the run is loaded
     path = args.out or os.path.join(args.run_dir, "samples.png")
     trainer, which = load_run(args.run_dir, args.device)
     cfg, model = trainer.cfg, trainer.model
@@ -96,6 +98,8 @@ def _generate(args) -> int:
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     items = [test[i] for i in range(min(args.n, len(test)))]
     if cfg.task == "copy":  # prompt "0 w 0", generate |w| tokens, compare with w
+        if args.pictures:
+            raise ConfigError(f"--pictures draws images: it needs an image task, not {cfg.task!r}")
         correct = total = 0
         for ids in items:
             n = (len(ids) - 2) // 2
@@ -109,6 +113,8 @@ def _generate(args) -> int:
         print(json.dumps({"run_dir": args.run_dir, "checkpoint": which, "scale": cfg.scale, "samples": len(items),
                           "copy_accuracy": correct / max(total, 1)}, indent=2))
         return 0
+    if args.pictures:
+        return _record_pictures(args, trainer, which)
     length = test.max_length
     if args.prompt >= length:
         raise ConfigError(f"--prompt must be below the image length {length}, got {args.prompt}")
@@ -118,6 +124,20 @@ def _generate(args) -> int:
     save_image_grid(out, path, channels=3 if cfg.task == "cifar10" else 1)
     print(f"[lra-kit] wrote {len(items)} samples ({cfg.task}, scale={cfg.scale}, "
           f"prompt={args.prompt} pixels) to {path}")
+    return 0
+
+
+def _record_pictures(args, trainer, which: str) -> int:
+    """``--pictures DIR``: samples and completions (Katharopoulos et al. Fig. 3) with the run's provenance."""
+    from lra_kit.errors import ConfigError
+    from lra_kit.train.samples import record_pictures
+
+    try:
+        record = record_pictures(trainer, which, args.pictures, n=args.n, seed=args.seed, temperature=args.temperature)
+    except ValueError as err:  # sample_pictures' checks: square single-channel images, enough test images
+        raise ConfigError(f"--pictures: {err}") from None
+    print(f"[lra-kit] wrote {', '.join(record['files'].values())} and {record['experiment']}-pictures.json "
+          f"(samples and completions of {record['experiment']}, {which}) to {args.pictures}")
     return 0
 
 
@@ -161,6 +181,7 @@ def add_parser(subparsers) -> None:
 
     p = subparsers.add_parser("generate", help="sample from a trained causal LM (PNG grid for image tasks)",
                               epilog="examples:\n  lra-kit generate runs/mnist-linear-book --n 16\n"
+                                     "  lra-kit generate runs/mnist-linear-cpu --pictures results/mnist\n"
                                      "  lra-kit generate runs/copy-momentum-book --show 3", formatter_class=fmt)
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--n", type=int, default=16, help="number of samples")
@@ -169,6 +190,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show", type=int, default=3, help="copy task: print this many examples")
     p.add_argument("--out", help="PNG path (default RUN_DIR/samples.png)")
+    p.add_argument("--pictures", metavar="DIR",
+                   help="single-channel image tasks: write n samples and 8 completions of occluded test images "
+                        "(Katharopoulos et al. Fig. 3) with the finished run's provenance into DIR, as results/mnist/ "
+                        "holds them, instead of the grid of --out")
     p.add_argument("--device", default="auto")
     p.set_defaults(func=_generate)
 

@@ -1,9 +1,11 @@
 """The config machinery: the dataclasses of an experiment, their checks, overrides and JSON.
 
 Papers appear nowhere here: their values are data in :mod:`lra_kit.train.paper_configs`, and
-:func:`lra_kit.train.configs.get_config` builds a config from them. ``validate`` checks every value
-of a config; ``set_value``, ``apply_overrides`` and ``merge_dict`` change one (``--set``,
-``--config``); ``load_config_file`` and ``format_config`` read and print one.
+:func:`lra_kit.train.configs.get_config` builds a config from them. ``check_values`` checks every value
+of a config but the name of its preset, a key of the papers' module (``lra_kit.train.configs.validate``
+checks both); ``set_value``, ``apply_overrides`` and ``merge_dict`` change one (``--set``,
+``--config``; never the preset, which ``get_config`` fixes); ``load_config_file`` and ``format_config``
+read and print one.
 """
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ from lra_kit.errors import ConfigError
 from lra_kit.models.config import CONNECTIONS, ModelConfig
 from lra_kit.scales import SCALES
 from lra_kit.train.optimizers import OPTIMIZERS
-from lra_kit.train.paper_configs import PRESETS
 from lra_kit.train.schedules import SCHEDULES
 
 
@@ -193,14 +194,13 @@ def _check_ranges(cfg: ExperimentConfig) -> None:
                           f"train.accumulate={t.accumulate} (the micro-batches of one update)")
 
 
-def validate(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Check every value of ``cfg`` (types, then ranges); raise ``ConfigError`` naming the first bad key."""
+def check_values(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check every value of ``cfg`` (types, then ranges) but the preset's name; raise ``ConfigError`` naming the
+    first bad key. ``lra_kit.train.configs.validate`` adds the preset, whose names are ``PRESETS``'s keys."""
     check_choice("task", cfg.task, TASKS)
     check_choice("attention", cfg.attention, tuple(sorted(ATTENTIONS)))
     check_choice("connection", cfg.connection, CONNECTIONS)
     check_choice("scale", cfg.scale, SCALES)
-    if cfg.preset is not None:
-        check_choice("preset", cfg.preset, tuple(PRESETS))
     for section in SECTIONS:
         obj = getattr(cfg, section)
         expected = type(getattr(ExperimentConfig("copy", "linear", "smoke"), section))
@@ -233,7 +233,7 @@ def _parse_value(text: str) -> Any:
 def set_value(cfg: ExperimentConfig, key: str, value: Any) -> None:
     """``set_value(cfg, "model.layers", 4)``: the dotted key must exist (``attention_options.beta`` may be new).
 
-    Values are not checked here (call :func:`validate` after the last one): a list becomes a tuple
+    Values are not checked here (call :func:`check_values` after the last one): a list becomes a tuple
     where the field is a tuple, an integer a float where the field is a float.
     """
     parts = key.split(".")
@@ -269,13 +269,13 @@ def set_value(cfg: ExperimentConfig, key: str, value: Any) -> None:
 
 
 def apply_overrides(cfg: ExperimentConfig, overrides) -> ExperimentConfig:
-    """Apply ``["model.layers=4", "optim.lr=3e-4", ...]`` (values parsed as Python literals), then validate."""
+    """Apply ``["model.layers=4", "optim.lr=3e-4", ...]`` (values parsed as Python literals), then check them."""
     for item in overrides or ():
         if "=" not in item:
             raise ConfigError(f"override must look like section.key=value, got {item!r}")
         key, text = item.split("=", 1)
         set_value(cfg, key.strip(), _parse_value(text.strip()))
-    return validate(cfg)
+    return check_values(cfg)
 
 
 def _merge(cfg: ExperimentConfig, values: dict, prefix: str) -> None:
@@ -300,11 +300,11 @@ def _lookup(cfg: ExperimentConfig, dotted: str):
 
 
 def merge_dict(cfg: ExperimentConfig, values: dict, prefix: str = "") -> ExperimentConfig:
-    """Apply a (possibly partial) nested dict, e.g. from ``--config FILE`` (JSON), then validate."""
+    """Apply a (possibly partial) nested dict, e.g. from ``--config FILE`` (JSON), then check it."""
     if not isinstance(values, dict):
         raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
     _merge(cfg, values, prefix)
-    return validate(cfg)
+    return check_values(cfg)
 
 
 
@@ -328,4 +328,4 @@ def format_config(cfg: ExperimentConfig) -> str:
 
 
 __all__ = ["CHOSEN_BY_FLAGS", "DataConfig", "ExperimentConfig", "OptimConfig", "TrainConfig", "apply_overrides",
-           "check_choice", "format_config", "load_config_file", "merge_dict", "set_value", "validate"]
+           "check_choice", "check_values", "format_config", "load_config_file", "merge_dict", "set_value"]

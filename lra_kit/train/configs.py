@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 
 from lra_kit.attention import ATTENTIONS, attention_spec
-from lra_kit.data.registry import LM_TASKS, LRA_TASKS, TASKS, task_spec
+from lra_kit.data.registry import LM_TASKS, LRA_TASKS, TASKS, task_names_at, task_spec
 from lra_kit.errors import ConfigError
 from lra_kit.models.config import CONNECTIONS, ModelConfig
 from lra_kit.scales import SCALES, get_scale
@@ -26,11 +26,11 @@ from lra_kit.train.config_schema import (
     TrainConfig,
     apply_overrides,
     check_choice,
+    check_values,
     format_config,
     load_config_file,
     merge_dict,
     set_value,
-    validate,
 )
 from lra_kit.train.paper_configs import (
     ATTENTION_OPTIONS,
@@ -44,6 +44,14 @@ from lra_kit.train.paper_configs import (
     PRESETS,
     SMALL,
 )
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    """Check every value of ``cfg``: its preset, if any, is a key of ``PRESETS``, and the rest as
+    :func:`lra_kit.train.config_schema.check_values` checks it; raise ``ConfigError`` naming the first bad key."""
+    if cfg.preset is not None:
+        check_choice("preset", cfg.preset, tuple(PRESETS))
+    return check_values(cfg)
 
 
 def _apply_preset(cfg: ExperimentConfig, preset: str) -> None:
@@ -143,12 +151,16 @@ _RECIPES = {"lra": _lra_config, "copy": _copy_config, "pixels": _pixel_config}
 
 
 def _shrink(cfg: ExperimentConfig) -> None:
-    """Apply the row of ``SMALL`` for the config's suite and scale."""
-    suite = task_spec(cfg.task).suite
-    if (suite, cfg.scale) not in SMALL:
-        have = sorted({task for task in TASKS if (task_spec(task).suite, cfg.scale) in SMALL})
+    """Apply the row of ``SMALL`` for the config's suite and scale.
+
+    Which scales a task has is ``TaskSpec.scales`` (the one answer ``lra_kit.data.load`` gives too); ``SMALL``
+    holds a row for each of them below ``paper`` (tests/test_train_config_validation.py).
+    """
+    spec = task_spec(cfg.task)
+    if cfg.scale not in spec.scales:
+        have = task_names_at(cfg.scale)
         raise ConfigError(f"scale {cfg.scale!r} is defined only for the tasks {', '.join(have)}, not {cfg.task!r}")
-    for key, value in SMALL[(suite, cfg.scale)].items():
+    for key, value in SMALL[(spec.suite, cfg.scale)].items():
         set_value(cfg, key, copy.deepcopy(value))
     cfg.source += f" — shrunk to the {cfg.scale} scale"
 

@@ -77,7 +77,8 @@ MNIST = dict(layers=8, heads=8, d=256, ff=1024, lr=1e-4, batch=10, epochs=250, t
 CIFAR10 = dict(layers=16, heads=8, d=256, ff=1024, lr=2e-4, batch=4, iterations=1_250_000)
 
 # How the smoke and book scales shrink each suite of tasks (TaskSpec.suite; docs/design.md §3 Scales): the
-# values each row sets, as dotted config keys; everything else stays the paper's. LRA: a 1-2 layer
+# values each row sets, as dotted config keys; everything else stays the paper's. Which scales a task has is
+# its TaskSpec.scales: a row here for each of them below paper, and no other. LRA: a 1-2 layer
 # model at lr 1e-3 without AMP or accumulation. Copy: small models learn the copy much sooner pre-LN
 # with learned positions (measured: post-LN + sinusoids stays at chance for ~400 steps at d=64), so
 # they use those, no dropout and lr 3e-3 (Luna stays post-LN, Luna eq. 6). Pixels: a softmax over

@@ -5,7 +5,9 @@ completions of test digits whose lower part is hidden; Nguyen et al. Fig. 3 show
 linear and adaptive momentum. :func:`sample_pictures` draws both from one model with the recurrent
 generation of :meth:`lra_kit.models.causal_lm.CausalLM.generate` and returns the pixel arrays;
 :func:`save_pictures` writes them as PNG grids (:func:`save_image_grid`, which ``lra-kit generate`` uses too)
-with a JSON saying where they came from.
+with a JSON saying where they came from. :func:`record_pictures` does both for a finished run
+(``lra-kit generate RUN_DIR --pictures DIR``): the pictures beside each recorded run in ``results/mnist/``,
+which ``notebooks/image_generation.md`` shows.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import numpy as np
 import torch
 
 from lra_kit.atomic import atomic_write
+from lra_kit.errors import RunDirectoryError
+from lra_kit.results import read_results
 
 
 def sample_pictures(model, test, *, n: int = 16, n_completions: int = 8, keep_rows: int = 14, seed: int = 0,
@@ -81,4 +85,19 @@ def save_pictures(pictures: dict, out_dir: str, name: str, provenance: dict) -> 
     return record
 
 
-__all__ = ["sample_pictures", "save_image_grid", "save_pictures"]
+def record_pictures(trainer, checkpoint: str, out_dir: str, *, n: int = 16, seed: int = 0,
+                    temperature: float = 1.0) -> dict:
+    """Samples and completions of a finished run's model, written by :func:`save_pictures` under the run's name
+    with its provenance: the keys of its ``results.json`` that say which run it was (experiment, scale, steps,
+    seed, device, commit, date), the checkpoint drawn from, and the test bits/dim."""
+    path = trainer.path("results.json")
+    if not os.path.isfile(path):
+        raise RunDirectoryError(f"{trainer.out_dir} has no results.json: pictures are recorded for a finished run")
+    results = read_results(path)
+    provenance = {key: results[key] for key in ("experiment", "scale", "steps", "seed", "device", "git_commit", "date")}
+    provenance.update(checkpoint=checkpoint, test_bits_per_dim=results["metrics"]["test"].get("bits_per_dim"))
+    pictures = sample_pictures(trainer.model, trainer.datasets["test"], n=n, seed=seed, temperature=temperature)
+    return save_pictures(pictures, out_dir, results["experiment"], provenance)
+
+
+__all__ = ["record_pictures", "sample_pictures", "save_image_grid", "save_pictures"]

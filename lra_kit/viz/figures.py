@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from lra_kit.viz.momentum import momentum_attention_map, momentum_lag_weights_float64, reweighting_readouts
+from lra_kit.viz.momentum import reweighting_readouts, reweighting_row
 from lra_kit.viz.widgets import check_grid, format_value, slider_player_html
 
 DrawFrame = Callable[..., None]  # draw(fig, **params): fill an empty figure for one parameter point
@@ -160,23 +160,6 @@ def draw_momentum_weights(ax, *, beta: float, gamma: float, max_lag: int = 40, y
     ax.set_xlabel("lag i − j")
 
 
-def draw_momentum_frame(fig, *, beta: float, gamma: float, q, k, max_lag: int = 40, vmin=1e-3, vmax=None) -> None:
-    """One frame of chapter 4's slider: the lag weights (left) and the reweighted map of a real input (right)."""
-    from matplotlib.colors import LogNorm
-
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
-    draw_momentum_weights(left, beta=beta, gamma=gamma, max_lag=max_lag)
-    left.set_ylabel("weight of key j in s_i")
-    left.legend(fontsize=7, loc="upper left")
-    left.set_title(f"β = {beta:g}, γ = {gamma:g}", fontsize=10)
-    attention = momentum_attention_map(q, k, beta=beta, gamma=gamma).clamp_min(vmin)
-    image = right.imshow(attention.numpy(), norm=LogNorm(vmin=vmin, vmax=vmax), cmap="viridis")
-    right.set_xlabel("key j")
-    right.set_ylabel("query i")
-    right.set_title("attention map A (log colour)", fontsize=10)
-    fig.colorbar(image, ax=right, shrink=0.85)
-
-
 def log_length_axis(ax, lengths: Sequence[int]) -> None:
     """Log–log axes with one plain tick per measured length (no crowded minor-tick labels)."""
     ax.set_xscale("log")
@@ -188,17 +171,14 @@ def log_length_axis(ax, lengths: Sequence[int]) -> None:
 def draw_reweighting_frame(fig, *, beta: float, gamma: float, query: int, tokens: Sequence[str], scores) -> None:
     """The views of :func:`momentum_reweighting_html` drawn with matplotlib (static record, live ipywidgets).
 
-    Top: query ``query``'s share of attention on each key, linear vs momentum row-normalised; bottom
-    left: the mean lag every query reads; the numbers are :func:`reweighting_readouts`.
+    Top: query ``query``'s share of attention on each key, linear vs momentum row-normalised
+    (:func:`reweighting_row`); bottom: the mean lag every query reads; the numbers are :func:`reweighting_readouts`.
     """
     n = len(tokens)
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.2, 1]})
     rows = [reweighting_readouts(scores, beta=beta, gamma=gamma, query=i) for i in range(n)]
-    row = scores[query, : query + 1].double()
-    linear = row / row.sum()
-    lag = torch.arange(query, -1, -1, dtype=torch.float64)
-    momentum = momentum_lag_weights_float64(lag, beta) * linear
-    momentum = momentum / momentum.sum()  # γ cancels in the row-normalised share
+    row = reweighting_row(scores, beta=beta, gamma=gamma, query=query)
+    linear, momentum = row["linear"], row["normalised"]
     window = int(rows[query]["window"])
     top.axvspan(query - window + 0.5, query + 0.5, color="#fde68a", alpha=0.5, lw=0,
                 label=f"last {window} keys ≈ 1/(1−β)")

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from lra_kit.attention import momentum_attention, momentum_weights
+
 
 def check_unit_interval(name: str, value: float, *, high: float = 1.0) -> float:
     if not isinstance(value, (int, float)) or not 0.0 <= float(value) < high:
@@ -33,8 +35,6 @@ def momentum_attention_map(q, k, *, beta: float, gamma: float = 1.0, causal: boo
     With V = I (value j is the j-th unit vector) the output row i is Σ_j A_ij e_j = A_i, so the map
     comes from the implementation, not from a re-typed formula. ``q, k`` are (length, dim).
     """
-    from lra_kit.attention import momentum_attention
-
     n = q.shape[0]
     eye = torch.eye(n, dtype=q.dtype)[None, None]
     out, _ = momentum_attention(q[None, None], k[None, None], eye, beta=beta, gamma=gamma, causal=causal, **options)
@@ -83,13 +83,14 @@ def recent_window(beta: float) -> int:
     return max(1, math.floor(1.0 / (1.0 - check_unit_interval("beta", beta)) + 0.5))
 
 
-def reweighting_readouts(scores: torch.Tensor, *, beta: float, gamma: float, query: int) -> dict[str, float]:
-    """The numbers chapter 4's slider shows for query ``query`` (0-based), from eq. 13 in float64.
+def reweighting_row(scores: torch.Tensor, *, beta: float, gamma: float, query: int) -> dict[str, torch.Tensor]:
+    """Eq. 13 on query ``query``'s (0-based) row of the causal kernel K: what momentum makes of linear attention.
 
-    With A_ij = γu(i−j)K_ij / Σ_{j≤i}K_ij the momentum map and A⁰ the linear map (β = 0, γ = 1):
-    ``scale`` = Σ_j A_ij (the factor momentum multiplies the output by), and on the row-normalised
-    weights P = A/scale vs A⁰: the share of the last :func:`recent_window` keys, the mean lag read,
-    and the output ``Σ_j P_ij v_j`` for the value v_j = j (the position read).
+    Over the keys j = 0 … query: ``lag`` = query − j; ``weights`` γu(i−j), the library's lag weights
+    (:func:`lra_kit.attention.momentum_weights`); ``linear`` A⁰_ij = K_ij / Σ_{j'≤i} K_ij' (β = 0, γ = 1);
+    ``momentum`` A_ij = γu(i−j) A⁰_ij; ``normalised`` = A_ij / Σ_j A_ij, the share of each key (γ cancels
+    in it). The one row behind the read-outs and the figures; the slider's ``reweightingRow``
+    (``lra_kit/viz/js/sliders.js``) is its counterpart in the page. Float64.
     """
     beta = check_unit_interval("beta", beta)
     gamma = check_positive("gamma", gamma)
@@ -101,28 +102,33 @@ def reweighting_readouts(scores: torch.Tensor, *, beta: float, gamma: float, que
     row = scores[query, : query + 1].double()
     lag = torch.arange(query, -1, -1, dtype=torch.float64)  # lag of key j = query − j
     linear = row / row.sum()
-    momentum = gamma * momentum_lag_weights_float64(lag, beta) * linear
-    scale = momentum.sum()
-    normalised = momentum / scale
+    weights = momentum_weights(lag, beta, gamma)
+    momentum = weights * linear
+    return {"lag": lag, "weights": weights, "linear": linear, "momentum": momentum,
+            "normalised": momentum / momentum.sum()}
+
+
+def reweighting_readouts(scores: torch.Tensor, *, beta: float, gamma: float, query: int) -> dict[str, float]:
+    """The numbers chapter 4's slider shows for query ``query`` (0-based), from eq. 13 in float64.
+
+    On :func:`reweighting_row`'s A (momentum) and A⁰ (linear): ``scale`` = Σ_j A_ij (the factor momentum
+    multiplies the output by), and on the row-normalised weights P = A/scale vs A⁰: the share of the last
+    :func:`recent_window` keys, the mean lag read, and the output ``Σ_j P_ij v_j`` for the value v_j = j
+    (the position read); ``oldest_to_newest`` = u(query)/u(0), the oldest key's lag weight over the newest's.
+    """
+    row = reweighting_row(scores, beta=beta, gamma=gamma, query=query)
+    lag, linear, normalised = row["lag"], row["linear"], row["normalised"]
     window = min(query + 1, recent_window(beta))
     recent = lag < window
     return {
-        "scale": float(scale),
+        "scale": float(row["momentum"].sum()),
         "window": float(window),
         "recent_linear": float(linear[recent].sum()),
         "recent_momentum": float(normalised[recent].sum()),
         "mean_lag_linear": float((linear * lag).sum()),
         "mean_lag_momentum": float((normalised * lag).sum()),
-        "oldest_to_newest": float(momentum_lag_weights_float64(torch.tensor(float(query)), beta)),
+        "oldest_to_newest": float(row["weights"][0] / row["weights"][-1]),
     }
-
-
-def momentum_lag_weights_float64(lag: torch.Tensor, beta: float) -> torch.Tensor:
-    """u(x) = Σ_{m=0}^{x} βᵐ summed term by term in float64: the readable oracle of the closed form."""
-    lag = torch.as_tensor(lag, dtype=torch.float64)
-    powers = beta ** torch.arange(int(lag.max()) + 1 if lag.numel() else 1, dtype=torch.float64)
-    return torch.cumsum(powers, 0)[lag.long()]
-
 
 
 # --- chapter 5: the momentum connection's β̃ and γ̃ on a quadratic ----------------------------------

@@ -33,9 +33,6 @@ from lra_kit.models.causal_lm import CausalLM
 from lra_kit.scales import get_scale
 from lra_kit.train.configs import get_config
 
-# The attentions whose weights attention_weights draws from an oracle, in the registry's order.
-_DRAWN = (SoftmaxAttention, LinearAttention, MomentumAttention, LunaAttention)
-ATTENTIONS = tuple(name for name, spec in REGISTRY.items() if spec.module in _DRAWN)
 STEPS = {"smoke": 60, "book": 300, "paper": 300}
 
 
@@ -173,30 +170,60 @@ def attention_weights(attn, x: torch.Tensor, p: torch.Tensor | None = None) -> t
     token-to-token weights of causal Luna, (1/i) Σ_c A_unpack[i, c] A_pack[j, c] for j ≤ i (§3.3).
     Each from :mod:`lra_kit.attention.naive` applied to V = I. ``p``: causal Luna's learned P (l, d).
     """
-    x = x.double()
-    if hasattr(attn, "pq_proj"):
-        if p is None:
-            raise ValueError("causal Luna needs its layer's learned P: attention_weights(attn, x, p=layer.p)")
-        return luna_token_weights(attn, x, p)
+    draw = _WEIGHTS.get(type(attn))
+    if draw is None:
+        raise TypeError(f"attn must be a module of one of the attentions {', '.join(ATTENTIONS)} (the ones with a "
+                        f"float64 oracle of their weights), got {type(attn).__name__}")
+    return draw(attn, x.double(), p)
+
+
+def _query_key_heads(attn, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k (batch, heads, N, d_h) of a multi-head module in float64, and V = I broadcast to their heads."""
     n = x.shape[1]
     with torch.no_grad():
         w_q, w_k = attn.W_q.double(), attn.W_k.double()
         q, k = split_heads(w_q(x), attn.n_heads), split_heads(w_k(x), attn.n_heads)
         attn.W_q.float(), attn.W_k.float()
-        eye = torch.eye(n, dtype=torch.float64).expand(*q.shape[:2], n, n)
-        name = type(attn).__name__
-        if name == "SoftmaxAttention":
-            return naive_softmax_attention(q, k, eye, causal=True)
-        fm = attn.feature_map.double()
-        try:
-            if name == "LinearAttention":
-                return naive_linear_attention(q, k, eye, causal=True, feature_map=fm, eps=attn.eps)
-            if name == "MomentumAttention":
-                return naive_momentum_attention(q, k, eye, beta=attn.beta, gamma=attn.gamma, causal=True,
-                                                feature_map=fm, eps=attn.eps)
-        finally:
-            fm.float()
-    raise TypeError(f"attn must be a softmax, linear, momentum or causal Luna module, got {type(attn).__name__}")
+    return q, k, torch.eye(n, dtype=torch.float64).expand(*q.shape[:2], n, n)
+
+
+def _softmax_weights(attn, x: torch.Tensor, p=None) -> torch.Tensor:
+    q, k, eye = _query_key_heads(attn, x)
+    return naive_softmax_attention(q, k, eye, causal=True)
+
+
+def _kernel_weights(oracle, attn, x: torch.Tensor, **options) -> torch.Tensor:
+    """A kernel attention's oracle on V = I with the module's own feature map φ, in float64 for the call."""
+    q, k, eye = _query_key_heads(attn, x)
+    fm = attn.feature_map.double()
+    try:
+        with torch.no_grad():
+            return oracle(q, k, eye, causal=True, feature_map=fm, eps=attn.eps, **options)
+    finally:
+        fm.float()
+
+
+def _linear_weights(attn, x: torch.Tensor, p=None) -> torch.Tensor:
+    return _kernel_weights(naive_linear_attention, attn, x)
+
+
+def _momentum_weights(attn, x: torch.Tensor, p=None) -> torch.Tensor:
+    return _kernel_weights(naive_momentum_attention, attn, x, beta=attn.beta, gamma=attn.gamma)
+
+
+def _luna_weights(attn, x: torch.Tensor, p: torch.Tensor | None) -> torch.Tensor:
+    if p is None:
+        raise ValueError("causal Luna needs its layer's learned P: attention_weights(attn, x, p=layer.p)")
+    return luna_token_weights(attn, x, p)
+
+
+# The attentions whose weights attention_weights draws, each module with its float64 oracle. Keyed by the exact
+# module type, not isinstance: a subclass may compute something else, and a wrong map would look plausible.
+# A registered attention with no entry here (Performer) is left out of ATTENTIONS, so a new row of the registry
+# needs no edit in this file; drawing its weights is one oracle and one entry.
+_WEIGHTS = {SoftmaxAttention: _softmax_weights, LinearAttention: _linear_weights,
+            MomentumAttention: _momentum_weights, LunaAttention: _luna_weights}
+ATTENTIONS = tuple(name for name, spec in REGISTRY.items() if spec.module in _WEIGHTS)  # in the registry's order
 
 
 def luna_pack_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

@@ -179,10 +179,20 @@ def momentum_reweighting_html(
     query = n - 1 if query is None else query
     if not isinstance(query, int) or not 0 <= query < n:
         raise ValueError(f"query must be an int in [0, {n}), got {query!r}")
-    data = {"tokens": list(tokens), "scores": [[round(float(x), 12) for x in scores[i, : i + 1]] for i in range(n)]}
     sliders = [("beta", "β", 0.0, 0.99, 0.01, beta), ("gamma", "γ", 0.25, 1.25, 0.05, gamma),
                ("query", "query i", 0, n - 1, 1, query)]
-    return _widget_html("reweighting", data, sliders, list(REWEIGHTING_READOUTS), "mountReweighting")
+    return _widget_html("reweighting", reweighting_data(tokens, scores), sliders, list(REWEIGHTING_READOUTS),
+                        "mountReweighting")
+
+
+def reweighting_data(tokens: Sequence[str], scores: torch.Tensor) -> dict:
+    """What chapter 4's widget embeds for its script: the tokens and row i of K for j ≤ i, rounded to 12 decimals.
+
+    The script computes on these rounded rows, so its numbers are checked against the Python oracle on them
+    (``tests/test_viz_js.py``).
+    """
+    return {"tokens": list(tokens), "scores": [[round(float(x), 12) for x in scores[i, : i + 1]]
+                                               for i in range(len(tokens))]}
 
 
 def momentum_reweighting_widget(tokens: Sequence[str], scores: torch.Tensor, **initial):

@@ -36,8 +36,14 @@ class Bundle:
     files: tuple[DataFile, ...]
     offline: tuple[DataFile, ...] = field(default=())
     extract_to: str | None = None  # a folder under data_dir() to unpack an archive into
-    # an offline copy exists (docs/data-provenance.md), as ``offline`` files or, for MNIST, byte-identical ones
-    offline_copy: bool = False
+    # the offline copy is byte-identical to ``files`` (MNIST: docs/data-provenance.md), so it has no ``offline`` entry
+    identical_offline_copy: bool = False
+
+    @property
+    def offline_copy(self) -> bool:
+        """An offline copy of the bundle exists (docs/data-provenance.md): its ``offline`` files, or byte-identical
+        official ones. The data error messages then say that $LRA_KIT_DATA may point at it (:func:`fetch_command`)."""
+        return bool(self.offline) or self.identical_offline_copy
 
 
 _MNIST_MIRRORS = (
@@ -64,7 +70,7 @@ BUNDLES: dict[str, Bundle] = {
             _mnist("t10k-labels-idx1-ubyte.gz",
                    "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542),
         ),
-        offline_copy=True,
+        identical_offline_copy=True,
     ),
     "imdb": Bundle(
         "imdb",
@@ -85,7 +91,6 @@ BUNDLES: dict[str, Bundle] = {
                 note="offline copy without train/unsup (docs/data-provenance.md)",
             ),
         ),
-        offline_copy=True,
     ),
     "cifar10": Bundle(
         "cifar10",
@@ -107,7 +112,6 @@ BUNDLES: dict[str, Bundle] = {
                 note="LOSSY JPEG copy (quality 75, PSNR ~30 dB; docs/data-provenance.md)",
             ),
         ),
-        offline_copy=True,
     ),
     "lra": Bundle(
         "lra",

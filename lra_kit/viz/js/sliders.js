@@ -33,8 +33,13 @@
 
   // what momentum.reweighting_readouts returns, for the causal score rows `scores`
   function reweightingNumbers(scores, beta, gamma, i) {
-    var r = reweightingRow(scores, i, beta, gamma), window = Math.min(i + 1, recentWindow(beta));
-    var recentLin = 0, recentMom = 0;
+    return rowNumbers(reweightingRow(scores, i, beta, gamma), i, beta);
+  }
+
+  // the read-outs from query i's row r = reweightingRow(...): the widget needs every row for its figure, and
+  // reads its numbers off the row it already has instead of computing that row a second time
+  function rowNumbers(r, i, beta) {
+    var window = Math.min(i + 1, recentWindow(beta)), recentLin = 0, recentMom = 0;
     for (var j = i - window + 1; j <= i; j++) { recentLin += r.lin[j]; recentMom += r.norm[j]; }
     return {
       scale: r.scale, window: window, recent_linear: recentLin, recent_momentum: recentMom,
@@ -183,8 +188,9 @@
   function mountReweighting(el) {
     var D = data(el), n = D.tokens.length;
     wire(el, function (v) {
-      var beta = v.beta, gamma = v.gamma, i = Math.round(v.query), r = reweightingRow(D.scores, i, beta, gamma);
-      var out = reweightingNumbers(D.scores, beta, gamma, i), window = out.window, j;
+      var beta = v.beta, gamma = v.gamma, i = Math.round(v.query), rows = [], q, j;
+      for (q = 0; q < n; q++) rows.push(reweightingRow(D.scores, q, beta, gamma));
+      var r = rows[i], out = rowNumbers(r, i, beta), window = out.window;
       // panel 1: the row over its keys, linear vs momentum (row-normalised)
       var ymax = 0; for (j = 0; j <= i; j++) ymax = Math.max(ymax, r.lin[j], r.norm[j]);
       var p1 = new Panel(60, 28, 620, 150, -0.5, n - 0.5, 0, ymax * 1.1);
@@ -204,7 +210,8 @@
       // panel 2: ratio to linear attention's weights against the lag
       var lags = [], ratio = [], ratioNorm = [];
       for (var l = 0; l < n; l++) {
-        lags.push(l); ratio.push(gamma * u(l, beta)); ratioNorm.push(gamma * u(l, beta) / r.scale);
+        var w = gamma * u(l, beta);
+        lags.push(l); ratio.push(w); ratioNorm.push(w / r.scale);
       }
       var rmax = Math.max(2, gamma / (1 - beta) * 1.1);
       var p2 = new Panel(60, 232, 280, 130, 0, n - 1, 0.1, Math.max(rmax, 1.5), true);
@@ -216,10 +223,7 @@
       p2.legend(p2.x + 150, p2.y + p2.h - 24, [["A/A⁰ = γu(lag)", "#dc2626"], ["row-normalised", "#2563eb"]]);
       // panel 3: mean lag read by every query, linear vs momentum
       var qs = [], ml = [], mm = [];
-      for (var q = 0; q < n; q++) {
-        var rq = reweightingRow(D.scores, q, beta, gamma);
-        qs.push(q); ml.push(meanLag(rq.lin, q)); mm.push(meanLag(rq.norm, q));
-      }
+      for (q = 0; q < n; q++) { qs.push(q); ml.push(meanLag(rows[q].lin, q)); mm.push(meanLag(rows[q].norm, q)); }
       var p3 = new Panel(400, 232, 280, 130, 0, n - 1, 0, n - 1);
       p3.line(qs, ml, "#9ca3af", 2, null, "meanlag-linear");
       p3.line(qs, mm, "#2563eb", 2, null, "meanlag-momentum");
