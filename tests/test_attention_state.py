@@ -7,6 +7,7 @@ from attention_helpers import assert_close, rand_qkv, right_padding_mask
 from lra_kit.attention import (
     LinearState,
     MomentumState,
+    attention_spec,
     linear_attention,
     linear_attention_step,
     momentum_attention,
@@ -18,6 +19,12 @@ from lra_kit.attention.naive import naive_linear_recurrent, naive_momentum_recur
 STATES = {"linear": LinearState, "momentum": MomentumState}
 BETAS = [0.0, 0.6, 0.999]
 SPLITS = [1, 5, 16, 17, 63, 64, 65, 100, 149]  # chunk boundaries, segment boundaries (chunk 4 → 64), neither
+
+
+def with_betas(*betas):
+    """``(kind, β)`` for each state form: each β for an attention that takes one (its table defaults have β),
+    β = 0 once for the others (it is not used)."""
+    return [(kind, beta) for kind in STATES for beta in (betas if "beta" in attention_spec(kind).defaults else (0.0,))]
 
 
 def run(kind, q, k, v, beta=0.6, gamma=0.7, **kw):
@@ -43,7 +50,7 @@ def assert_states_close(a, b, **kw):
         assert_close(x, y, msg=f"state.{name}", **kw)
 
 
-@pytest.mark.parametrize("kind, beta", [("linear", 0.0)] + [("momentum", b) for b in BETAS])
+@pytest.mark.parametrize("kind, beta", with_betas(*BETAS))
 @pytest.mark.parametrize("chunk_size", [4, 64])
 def test_two_halves_equal_the_whole(kind, beta, chunk_size):
     q, k, v = rand_qkv(2, 2, 150, 4, 3)
@@ -57,7 +64,7 @@ def test_two_halves_equal_the_whole(kind, beta, chunk_size):
         assert_states_close(state, final, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("kind, beta", [("linear", 0.0)] + [("momentum", b) for b in BETAS])
+@pytest.mark.parametrize("kind, beta", with_betas(*BETAS))
 def test_parallel_final_state_is_the_state_after_n_steps_and_steps_continue_from_it(kind, beta):
     q, k, v = rand_qkv(2, 3, 90, 4, 5)
     whole, _ = run(kind, q, k, v, beta=beta, chunk_size=8)
@@ -68,7 +75,7 @@ def test_parallel_final_state_is_the_state_after_n_steps_and_steps_continue_from
     assert_close(torch.cat([out, rest], 2), whole, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("kind, beta", [("linear", 0.0), ("momentum", 0.0), ("momentum", 0.8)])
+@pytest.mark.parametrize("kind, beta", with_betas(0.0, 0.8))
 def test_parallel_continues_from_a_stepped_state(kind, beta):
     q, k, v = rand_qkv(1, 2, 40, 3)
     whole, _ = run(kind, q, k, v, beta=beta)
@@ -86,7 +93,7 @@ def random_state(kind, B, H, D, M, seed=1):
     return MomentumState(s, -torch.rand(B, H, D, M, generator=g, dtype=torch.float64), z)
 
 
-@pytest.mark.parametrize("kind, beta", [("linear", 0.0), ("momentum", 0.0), ("momentum", 0.7)])
+@pytest.mark.parametrize("kind, beta", with_betas(0.0, 0.7))
 @pytest.mark.parametrize("N, chunk_size", [(11, 4), (37, 2)])  # one segment; several segments
 def test_gradient_reaches_initial_state_gradcheck(kind, beta, N, chunk_size):
     q, k, v = rand_qkv(1, 2, N, 3, 2, requires_grad=True)
@@ -101,7 +108,7 @@ def test_gradient_reaches_initial_state_gradcheck(kind, beta, N, chunk_size):
     assert torch.autograd.gradcheck(fn, (q, k, v, *state))
 
 
-@pytest.mark.parametrize("kind, beta", [("linear", 0.0), ("momentum", 0.9)])
+@pytest.mark.parametrize("kind, beta", with_betas(0.9))
 def test_gradient_with_states_equals_autograd_through_the_recurrent_oracle(kind, beta):
     B, H, N, D, M = 2, 2, 75, 4, 3
     q, k, v = rand_qkv(B, H, N, D, M, requires_grad=True)

@@ -7,18 +7,20 @@ import math
 import pytest
 import torch
 
+from lra_kit.attention import KVCache, attention_names, attention_spec
 from lra_kit.models import CausalLM, ModelConfig, build_model, logistic_mixture_log_pmf
+from lra_kit.models.config import CONNECTIONS
 from lra_kit.models.layers import returns_final_state
 
-CASES = [
-    ("softmax", {}, "residual"),
-    ("linear", {}, "residual"),
-    ("momentum", {"beta": 0.6, "gamma": 0.9}, "residual"),
-    ("momentum", {"beta": 0.1, "gamma": 0.6}, "momentum"),
-    ("momentum", {"beta": 0.1, "gamma": 0.6}, "adaptive"),
-    ("luna", {}, "residual"),
-    ("performer", {"n_features": 16}, "residual"),
-]
+# Options per attention beyond the table's defaults; between layers joined by the momentum or adaptive
+# connection, momentum attention takes another β, γ (Nguyen et al. Table 1: the MNIST row, then ListOps's).
+OPTIONS = {"momentum": {"beta": 0.6, "gamma": 0.9}, "performer": {"n_features": 16}}
+OPTIONS_WITH_CONNECTION = {**OPTIONS, "momentum": {"beta": 0.1, "gamma": 0.6}}
+# Every attention with residual connections; each one whose layer takes the momentum connections, with each.
+CASES = [(name, OPTIONS.get(name, {}), "residual") for name in attention_names()] + [
+    (name, OPTIONS_WITH_CONNECTION.get(name, {}), connection) for name in attention_names()
+    if attention_spec(name).momentum_connection for connection in CONNECTIONS if connection != "residual"]
+CASE_IDS = [f"{name}-{connection}" for name, _, connection in CASES]
 
 
 def lm(attention, options, connection, **kw) -> CausalLM:
@@ -29,7 +31,7 @@ def lm(attention, options, connection, **kw) -> CausalLM:
     return build_model(cfg, kind="lm", vocab_size=12, max_length=48, pad_id=11)
 
 
-@pytest.mark.parametrize("attention,options,connection", CASES)
+@pytest.mark.parametrize("attention,options,connection", CASES, ids=CASE_IDS)
 def test_recurrent_generation_equals_parallel(attention, options, connection):
     model = lm(attention, options, connection)
     prompt = torch.randint(0, 11, (3, 6), generator=torch.Generator().manual_seed(1))
@@ -42,7 +44,7 @@ def test_recurrent_generation_equals_parallel(attention, options, connection):
     assert torch.equal(fast, slow)
 
 
-@pytest.mark.parametrize("attention,options,connection", CASES)
+@pytest.mark.parametrize("attention,options,connection", CASES, ids=CASE_IDS)
 def test_step_outputs_match_parallel_outputs(attention, options, connection):
     model = lm(attention, options, connection).eval()
     ids = torch.randint(0, 11, (2, 17))
@@ -56,7 +58,7 @@ def test_step_outputs_match_parallel_outputs(attention, options, connection):
     torch.testing.assert_close(torch.stack(steps, 1), parallel, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("attention,options,connection", CASES)
+@pytest.mark.parametrize("attention,options,connection", CASES, ids=CASE_IDS)
 @pytest.mark.parametrize("m", [1, 9, 17])
 def test_prefill_then_step_equals_parallel_and_stepping(attention, options, connection, m):
     """Prefill m positions in one call, step the rest: the same log-probabilities as the parallel
@@ -90,11 +92,10 @@ def counted(forward, calls):
     return wrapper
 
 
-@pytest.mark.parametrize("attention,options", [("luna", {}), ("linear", {}), ("momentum", {"beta": 0.6}),
-                                               ("performer", {}), ("softmax", {})])
-def test_prefill_uses_the_parallel_form(attention, options, monkeypatch):
+@pytest.mark.parametrize("attention", attention_names())
+def test_prefill_uses_the_parallel_form(attention, monkeypatch):
     """The prompt goes through attention in one call per layer, not one step per token."""
-    model = lm(attention, options, "residual").eval()
+    model = lm(attention, {}, "residual").eval()
     assert returns_final_state(model.encoder.layers[0].attn)
 
     def refuse(*args, **kwargs):
@@ -113,16 +114,22 @@ def test_prefill_uses_the_parallel_form(attention, options, monkeypatch):
     assert torch.equal(model.generate(prompt, 5, greedy=True), reference)
 
 
-def test_recurrent_state_does_not_grow_for_linear_momentum_luna():
-    for attention, options in (("linear", {}), ("momentum", {"beta": 0.5}), ("luna", {}), ("performer", {})):
-        model = lm(attention, options, "residual").eval()
-        sizes = []
-        states, x = None, model.embed(torch.randint(0, 11, (1, 30)))
-        with torch.no_grad():
-            for t in range(30):
-                _, states = model.encoder.step(x[:, t], states)
-                sizes.append(sum(s.numel() for st in states for s in st if isinstance(s, torch.Tensor)))
-        assert len(set(sizes[1:])) == 1, attention
+@pytest.mark.parametrize("attention", attention_names())
+def test_recurrent_state_does_not_grow_unless_it_is_a_kv_cache(attention):
+    """A recurrent state (linear, momentum, Luna, Performer) has one size however long the sequence; softmax's
+    key/value cache grows by exactly one key and one value per layer and position."""
+    model = lm(attention, {}, "residual").eval()
+    sizes = []
+    states, x = None, model.embed(torch.randint(0, 11, (1, 30)))
+    with torch.no_grad():
+        for t in range(30):
+            _, states = model.encoder.step(x[:, t], states)
+            sizes.append(sum(s.numel() for st in states for s in st if isinstance(s, torch.Tensor)))
+    growth = {after - before for before, after in zip(sizes, sizes[1:], strict=False)}
+    if all(isinstance(st, KVCache) for st in states):
+        assert growth == {sum(2 * layer.attn.n_heads * layer.attn.head_dim for layer in model.encoder.layers)}
+    else:
+        assert growth == {0}, attention
 
 
 def test_generate_rejects_bad_arguments():

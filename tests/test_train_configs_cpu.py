@@ -8,7 +8,7 @@ from lra_kit import data
 from lra_kit.data import task_names, task_spec
 from lra_kit.data.splits import scale_size
 from lra_kit.errors import ConfigError
-from lra_kit.train.configs import SMALL, get_config
+from lra_kit.train.configs import PRESETS, SMALL, get_config
 
 
 def test_copy_cpu_keeps_the_task_and_shrinks_the_model():
@@ -43,10 +43,16 @@ def test_cpu_scale_is_refused_where_it_is_not_defined(task):
         data.load(task, "train", scale="cpu")
 
 
-@pytest.mark.parametrize("preset, task, steps", [("cpu-20k", "copy", 20_000), ("cpu-12k", "mnist", 12_000)])
-def test_long_presets_change_only_the_budget(preset, task, steps):
+# The presets of the long recorded runs (those built on the cpu scale), with the steps each trains for.
+LONG_STEPS = {"cpu-20k": 20_000, "cpu-12k": 12_000}
+
+
+@pytest.mark.parametrize("preset, task", [(preset, task) for preset, spec in PRESETS.items() if spec["base"] == "cpu"
+                                          for task in spec["tasks"]])
+def test_long_presets_change_only_the_budget(preset, task):
     """The long recorded runs (docs/budget.md) are the cpu scale's recipe with more steps: the model, the data,
     the optimizer and Table 1's β/γ stay those of the cpu scale."""
+    steps = LONG_STEPS[preset]
     base, long = get_config(task, "momentum", "cpu", "adaptive"), get_config(task, "momentum", None, "adaptive", preset)
     assert long.train.steps == steps and long.scale == "cpu" and long.scale_name == preset
     assert long.model == base.model and long.data == base.data
