@@ -5,7 +5,8 @@ Fails on what a reader would meet on the page:
 * **raw TeX** — math left as source (``\\frac``, ``$$`` …) because the renderer did not load; the renderer
   must come with the build (``_static/mathjax``), never from a CDN;
 * **a code block that scrolls sideways** — a cell, its output or an included listing wider than the
-  column (hidden cells are opened first, so their code counts too);
+  column (hidden cells are opened first, so their code counts too); likewise **a displayed equation**
+  wider than the column (the reader would have to scroll it, or it runs under the margin);
 * **a machine path** — an absolute path of the machine that built the book (``/home/…``, ``/root/…``) in
   any text of the page;
 * **a slider read-out that differs from the Python function** — chapter 4's read-outs on the whole β grid
@@ -87,6 +88,16 @@ def test_page_reads_offline(browser, page):
           });
         return out;""")
     assert not wide, f"{len(wide)} code block(s) scroll sideways at {WIDTH} px: {wide[:5]}"
+    wide_math = browser.execute_script("""
+        var out = [];
+        document.querySelectorAll('mjx-container[display="true"]').forEach(function (e) {
+          var math = e.querySelector('mjx-math'), label = e.closest('.math') || e.parentElement;
+          var width = math ? math.getBoundingClientRect().width : 0;
+          if (e.clientWidth > 0 && width > e.clientWidth + 1)
+            out.push(Math.round(width) + ' > ' + e.clientWidth + ': ' + (label.id || label.textContent.slice(0, 40)));
+        });
+        return out;""")
+    assert not wide_math, f"{len(wide_math)} equation(s) wider than the column at {WIDTH} px: {wide_math[:5]}"
     everything = browser.execute_script("return document.body.innerText;")
     paths = sorted({m.group(0) for m in MACHINE_PATH.finditer(everything)})
     assert not paths, f"a path of the building machine on the page: {paths[:5]}"
