@@ -51,7 +51,7 @@ class Spec(NamedTuple):
     final: bool
     keep_d: bool
     triton: bool
-    out_dtype: torch.dtype | None = None
+    out_dtype: torch.dtype  # of the output; :func:`causal_op` resolves the default (v's type) here, once
 
 
 def _path(spec: Spec):
@@ -106,7 +106,8 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, keep=None, initial_
     :func:`lra_kit.attention.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
     triton = gpu.available(q) if triton is None else triton
     spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
-                bool(output_final_state), bool(keep_d or beta > 0.0), triton, out_dtype)
+                bool(output_final_state), bool(keep_d or beta > 0.0), triton,
+                v.dtype if out_dtype is None else out_dtype)
     s0, d0, z0 = (None, None, None) if initial_state is None else initial_state
     apply = _apply_outside_graph() if triton else CausalProduct.apply
     out, s, d, z = apply(spec, q, k, v, keep, s0, d0, z0)
@@ -173,8 +174,7 @@ def triton_causal_product(
     thousand positions). Differentiable in q, k, v, the initial state and the final state; O(length) memory.
     """
     _check_triton(q, k, v, beta, initial_state, chunk_size)
-    out_dtype = v.dtype if out_dtype is None else out_dtype
-    if out_dtype not in gpu.SUPPORTED_DTYPES:
+    if out_dtype is not None and out_dtype not in gpu.SUPPORTED_DTYPES:
         raise TypeError(f"out_dtype must be float32, bfloat16 or float16, got {out_dtype}")
     state = None if initial_state is None else CausalState(initial_state[0], initial_state[1], None)
     out, final = causal_op(q, k, v, phi=None, beta=beta, gamma=1.0, eps=None, chunk_size=chunk_size,

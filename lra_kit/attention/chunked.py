@@ -314,7 +314,7 @@ def forward(spec, q, k, v, keep, state: CausalState | None):
     dtype = compute_dtype(q.dtype)
     B, H, N, _ = q.shape
     parts = segments(N, spec.chunk_size)
-    out_dtype = spec.out_dtype or v.dtype
+    out_dtype = spec.out_dtype
     # One segment: its result is the output (no copy). Several: each is written into place as it comes.
     out = None if len(parts) == 1 else torch.empty(B, H, N, v.shape[-1], dtype=out_dtype, device=v.device)
     pair = None if state is None else _Pair(state.s, state.d)

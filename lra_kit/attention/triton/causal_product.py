@@ -212,7 +212,7 @@ def forward(spec, q, k, v, keep, state):
     s, d, last = run.states(kf, vf, reverse=False, init=init, store_last=spec.final)
     # With a normaliser the numerator stays in float32: unnormalised, it outgrows float16's 65504 within a few
     # thousand positions (Σ_j (φ(q_i)·φ(k_j)) v_j grows with i), while the normalised output does not.
-    out_dtype = dtype if spec.eps is not None else (spec.out_dtype or v.dtype)
+    out_dtype = dtype if spec.eps is not None else spec.out_dtype
     out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, out_dtype=out_dtype)
     out = out.view(*v.shape[:3], v.shape[3])
     del s, d
