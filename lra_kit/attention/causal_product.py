@@ -26,7 +26,7 @@ from torch.autograd.function import once_differentiable
 from lra_kit.attention import chunked
 from lra_kit.attention.causal_state import CausalState
 from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
-from lra_kit.attention.precision import without_autocast
+from lra_kit.attention.precision import compute_dtype, without_autocast
 from lra_kit.attention.triton import causal_product as triton_path
 from lra_kit.attention.triton import switch as gpu
 
@@ -99,11 +99,14 @@ def _apply_outside_graph():
     return torch.compiler.disable(CausalProduct.apply)
 
 
-def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, keep=None, initial_state: CausalState | None = None,
-              output_final_state=False, keep_d=False, triton=None, out_dtype=None):
+def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=None,
+              initial_state: CausalState | None = None, output_final_state=False, keep_d=False, triton=None,
+              out_dtype=None):
     """Run :class:`CausalProduct`; returns ``(out, CausalState or None)``. Arguments are trusted (the public
-    functions check them). ``triton=None`` chooses the path: the Triton kernels where
+    functions check them). ``key_padding_mask`` (B, N), True at padding, becomes the op's ``keep`` (1 for real
+    keys, in the sums' type) here, once for both paths. ``triton=None`` chooses the path: the Triton kernels where
     :func:`lra_kit.attention.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
+    keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
     triton = gpu.available(q) if triton is None else triton
     spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
                 bool(output_final_state), bool(keep_d or beta > 0.0), triton,

@@ -109,9 +109,9 @@ def causal_linear_attention(q, k, v, phi, key_padding_mask, eps, chunk_size, ini
     """Eq. 9: φ(Q_i)ᵀS_i / (φ(Q_i)ᵀZ_i + ε) with S_i, Z_i the running sums of eqs. 10–11, through the causal op
     and its constant-memory gradient (:mod:`lra_kit.attention.causal_product`). Returns ``(out, LinearState or
     None)``."""
-    keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
     state = None if initial_state is None else LinearState(*initial_state).to_causal()
-    out, final = causal_op(q, k, v, phi=phi, beta=0.0, gamma=1.0, eps=eps, chunk_size=chunk_size, keep=keep,
+    out, final = causal_op(q, k, v, phi=phi, beta=0.0, gamma=1.0, eps=eps, chunk_size=chunk_size,
+                           key_padding_mask=key_padding_mask,
                            initial_state=state, output_final_state=output_final_state)
     return out, (None if final is None else LinearState.from_causal(final))
 

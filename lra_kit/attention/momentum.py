@@ -122,9 +122,9 @@ def causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, 
     O(N): the causal op (:mod:`lra_kit.attention.causal_product`), whose chunk boundaries carry the heavy-ball
     states of eq. 12, with the constant-memory gradient. Returns ``(out, MomentumState or None)``.
     """
-    keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
     state = None if initial_state is None else MomentumState(*initial_state).to_causal(gamma)
-    out, final = causal_op(q, k, v, phi=phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size, keep=keep,
+    out, final = causal_op(q, k, v, phi=phi, beta=beta, gamma=gamma, eps=eps, chunk_size=chunk_size,
+                           key_padding_mask=key_padding_mask,
                            initial_state=state, output_final_state=output_final_state, keep_d=True)
     return out, (None if final is None else MomentumState.from_causal(final, gamma))
 
