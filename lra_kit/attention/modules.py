@@ -33,11 +33,11 @@ from lra_kit.attention.softmax import softmax_attention
 class AttentionOutput(NamedTuple):
     """What every attention module's ``forward`` returns, always these three (``y, p, state = attn(x)``).
 
-    ``out``   the attention output y, (batch, length, d_model)
-    ``p``     Luna's extra sequence: non-causal Luna's packed context (batch, l, d_model), None for causal
-              Luna; every other module passes its ``p`` argument through unchanged
-    ``state`` None unless ``forward`` was called with ``output_final_state=True`` (causal modules only);
-              then the state after the last position, the one ``step`` continues from
+    - ``out``: the attention output y, (batch, length, d_model);
+    - ``p``: Luna's extra sequence: non-causal Luna's packed context (batch, l, d_model), None for causal
+      Luna; every other module passes its ``p`` argument through unchanged;
+    - ``state``: None unless ``forward`` was called with ``output_final_state=True`` (causal modules only);
+      then the state after the last position, the one ``step`` continues from.
     """
 
     out: torch.Tensor

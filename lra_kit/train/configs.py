@@ -48,7 +48,7 @@ from lra_kit.train.paper_configs import (
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     """Check every value of ``cfg``: its preset, if any, is a key of ``PRESETS``, and the rest as
-    :func:`lra_kit.train.config_schema.check_values` checks it; raise ``ConfigError`` naming the first bad key."""
+    ``lra_kit.train.config_schema.check_values`` checks it; raise ``ConfigError`` naming the first bad key."""
     if cfg.preset is not None:
         check_choice("preset", cfg.preset, tuple(PRESETS))
     return check_values(cfg)
