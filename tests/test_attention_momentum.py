@@ -126,6 +126,14 @@ def test_momentum_weights_formula():
     assert_close(momentum_weights(lag, 0.0, 1.0), torch.ones(10, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("beta", [0.0, 0.3, 0.95, 0.999])
+def test_momentum_weights_closed_form_is_the_sum_of_powers(beta):
+    """Eq. 13's γ(1 − β^{x+1})/(1 − β) against its definition γ Σ_{m=0}^{x} βᵐ, summed term by term in float64."""
+    lag = torch.arange(200, dtype=torch.float64)
+    by_terms = 0.9 * torch.cumsum(beta ** torch.arange(200, dtype=torch.float64), 0)
+    torch.testing.assert_close(momentum_weights(lag, beta, 0.9), by_terms, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "beta, gamma, match",
     [(1.0, 1.0, "beta"), (1.5, 1.0, "beta"), (-0.1, 1.0, "beta"), (0.5, 0.0, "gamma"), (0.5, -1.0, "gamma"),
