@@ -3,19 +3,24 @@
 # the other on one thread. Run from the repository root: LRA_KIT_DATA=... bash results/lra/record.sh [TASK...]
 # (default: all four tasks; two shells with different tasks run side by side, one thread each).
 # For each task: every attention first, then that task's controls. A finished run is skipped.
-# PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION...]: the longer Image runs (no controls).
+# PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION[@SEED]...]: the longer runs (no controls), e.g.
+# PRESET=lra-cpu-2h bash results/lra/record.sh text softmax softmax@1 linear; a seed other than 0 is in the record's name.
 set -u
 export OMP_NUM_THREADS=1
-run() {  # run TASK ATTENTION [--control NAME] [extra lra-kit train options...]
-    local task=$1 name=$2; shift 2
+run() {  # run TASK ATTENTION[@SEED] [--control NAME] [extra lra-kit train options...]
+    local task=$1 name=${2%@*} seed=0; [ "$2" != "$name" ] && seed=${2#*@}; shift 2
+    local seedname=""; [ "$seed" != 0 ] && seedname="-seed$seed"
     local attention=$name connection=()
     if [ "$name" = adaptive ]; then attention=momentum; connection=(--connection adaptive); fi
     local recdir=results record=lra
     if [ "${1:-}" = --control ]; then recdir=results/lra/controls; record=$2; shift 2; fi
     local suffix=""; [ "$name" = adaptive ] && suffix="+adaptive"
-    if [ -f "$recdir/$record/$task-$attention$suffix-$PRESET.json" ]; then echo "skip $task $name $record"; return; fi
+    if [ -f "$recdir/$record/$task-$attention$suffix-$PRESET$seedname.json" ]; then
+        echo "skip $task $name$seedname $record"; return
+    fi
     "${PYTHON:-python}" -m lra_kit train --task "$task" --attention "$attention" "${connection[@]}" --preset "$PRESET" \
-        --out "runs/$PRESET/$record/$task-$name" --record-dir "$recdir" --record "$record" --no-progress "$@" \
+        --set "train.seed=$seed" --out "runs/$PRESET/$record/$task-$name$seedname" --record-dir "$recdir" \
+        --record "$record" --no-progress "$@" \
         | grep '^\[lra-kit\]'
 }
 PRESET=${PRESET:-lra-cpu}
