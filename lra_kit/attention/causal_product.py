@@ -65,7 +65,7 @@ class CausalProduct(torch.autograd.Function):
     s0, d0, z0 (each may be None). Outputs: out and the final s, d, z (None unless ``spec.final``).
 
     Saved for backward: q, k, v, the mask, the output when normalised, and the state at each segment start (a
-    few (dim × dim_v) matrices per segment of about n/16 positions on the chunked path; the starting state on
+    few (dim × dim_v) matrices per segment of 512 positions on the chunked path; the starting state on
     the Triton path). Nothing per chunk or position: backward recomputes the chunk states and φ."""
 
     @staticmethod

@@ -41,6 +41,7 @@ Derived in the book, chapter "Causal masking and the RNN form" (``sec-constant-m
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import torch
@@ -48,11 +49,11 @@ import torch.nn.functional as F
 
 from lra_kit.attention.causal_state import CausalState, Normaliser
 from lra_kit.attention.lag_weights import decay_weights, momentum_lag_weights, scalar_u
-from lra_kit.attention.mapped import masked, phi_backward, phi_forward
+from lra_kit.attention.mapped import phi_backward, phi_forward
 from lra_kit.attention.precision import compute_dtype
 
 DEFAULT_CHUNK_SIZE = 64
-SEGMENT_CHUNKS = 16
+SEGMENT_CHUNKS = 8
 
 
 class _Pair(NamedTuple):
@@ -61,6 +62,36 @@ class _Pair(NamedTuple):
 
     s: torch.Tensor
     d: torch.Tensor | None
+
+
+class Workspace:
+    """The segment-sized buffers of one call, by name, each allocated once (by the first, longest segment) and
+    reused by every later segment.
+
+    Why: a segment allocates about twenty temporaries of the segment's size. Freed and asked for again segment
+    after segment, they leave holes in glibc's heap that the next request cannot use (PyTorch asks for 64-byte
+    aligned blocks, and glibc's per-thread cache of small freed objects pins the holes' edges), so the process's
+    memory grew to about twice what the op needs (docs/gpu.md, "CPU memory"). A name is one temporary: two
+    tensors alive at once never share a name."""
+
+    def __init__(self, dtype: torch.dtype, device: torch.device):
+        self.dtype, self.device = dtype, device
+        self._buffers: dict[str, torch.Tensor] = {}
+
+    def __call__(self, name: str, shape: tuple, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """A contiguous tensor of ``shape`` (contents undefined) in the buffer called ``name``."""
+        dtype = dtype or self.dtype
+        n = math.prod(shape)
+        buf = self._buffers.get(name)
+        if buf is None or buf.numel() < n or buf.dtype != dtype:
+            buf = self._buffers[name] = torch.empty(n, dtype=dtype, device=self.device)
+        return buf[:n].view(shape)
+
+
+def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """out = a @ b over any leading dimensions, written into ``out`` (one batched product, no temporary)."""
+    torch.bmm(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]), out=out.view(-1, *out.shape[-2:]))
+    return out
 
 
 def segments(n: int, chunk_size: int) -> list[slice]:
@@ -104,47 +135,62 @@ class _Chunking:
         # and position a reads the state at the chunk's start as s + β·u(a)·d. Reverse in time, mirrored.
         self.mask = (lag >= 0).to(dtype)  # the normaliser's weights, 1 for b ≤ a (the same as intra at β = 0)
 
-    def split(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, H, N, D) → (B, H, n_chunks, C, D), zero-padded at the end."""
+    def chunks(self, ws: Workspace, name: str, batch: tuple, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The buffer ``name`` as (B, H, n_chunks, C, dim) chunks, zero in the padding past n, and its first n
+        positions as a (B, H, n, dim) view to write the segment into."""
+        buf = ws(name, (*batch, self.n_chunks, self.C, dim))
+        flat = buf.view(*batch, self.n_chunks * self.C, dim)
         if self.pad:
-            x = F.pad(x, (0, 0, 0, self.pad))
-        return x.reshape(*x.shape[:2], self.n_chunks, self.C, x.shape[-1])
+            flat[:, :, self.n:].zero_()
+        return buf, flat[:, :, : self.n]
+
+    def split(self, ws: Workspace, name: str, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, N, D) → (B, H, n_chunks, C, D) in the buffer ``name``, zero-padded at the end."""
+        buf, positions = self.chunks(ws, name, x.shape[:2], x.shape[-1])
+        positions.copy_(x)
+        return buf
 
     def join(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(*x.shape[:2], self.n_chunks * self.C, x.shape[-1])[:, :, : self.n]
 
-    def states(self, x: torch.Tensor, y: torch.Tensor, start: _Pair | None, reverse: bool):
+    def states(self, ws: Workspace, x: torch.Tensor, y: torch.Tensor, start: _Pair | None, reverse: bool):
         """(s, d) of Σ u(lag) x yᵀ at each chunk's boundary, (B, H, n_chunks, Dx, Dy) each (d None at β = 0), and
-        the state at the segment's far end.
+        the state at the segment's far end. Written into the buffers "s", "d" (and "x_weighted", which
+        :meth:`read` uses too: the two never run at once).
 
         Forward: at each chunk's start; ``start`` = the state before the segment; far end = after it.
         Reverse in time: at each chunk's end; ``start`` = the state after the segment; far end = before it.
         """
-        beta, nc = self.beta, self.n_chunks
+        beta = self.beta
         xt = x.transpose(-1, -2)
+        shape = (*x.shape[:3], x.shape[-1], y.shape[-1])
         w = self.reverse if reverse else self.forward
+        # Each chunk's own totals first, in the buffers the boundary states then replace chunk by chunk:
+        # σ = Σ_a u(C−1−a) x_a y_aᵀ in s, δ = Σ_a β^{C−1−a} x_a y_aᵀ in d.
         if beta == 0.0:
-            sigma, delta = xt @ y, None
+            s, d = _bmm(xt, y, ws("s", shape)), None
         else:
-            sigma, delta = (xt * w["w_sigma"]) @ y, (xt * w["w_delta"]) @ y
-        s, d = torch.empty_like(sigma), None if delta is None else torch.empty_like(delta)
-        for t, t0 in ((s, None if start is None else start.s), (d, None if start is None else start.d)):
-            if t is not None:
-                first = t[:, :, nc - 1 if reverse else 0]
-                first.zero_() if t0 is None else first.copy_(t0)
+            xw = ws("x_weighted", xt.shape)
+            s = _bmm(torch.mul(xt, w["w_sigma"], out=xw), y, ws("s", shape))
+            d = _bmm(torch.mul(xt, w["w_delta"], out=xw), y, ws("d", shape))
         # The heavy-ball recurrence of eq. 12 from one chunk boundary to the next, C positions on:
-        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive).
-        order = list(range(nc - 1, -1, -1)) if reverse else list(range(nc))
+        #   s ← s + σ + β·u(C−1)·d,   d ← β^C·d + δ        (every coefficient positive),
+        # carried in (dim × dim_v) running states; each chunk's slot takes the state at its boundary.
         step_s, step_d = beta * scalar_u(self.C - 1, beta), beta**self.C
-        for prev, c in zip(order, order[1:] + [None], strict=False):
-            s_next = torch.add(s[:, :, prev], sigma[:, :, prev]) if c is None else torch.add(
-                s[:, :, prev], sigma[:, :, prev], out=s[:, :, c])
+        run_s = s.new_zeros(shape[:2] + shape[3:]) if start is None else start.s.clone()
+        run_d = None if d is None else (d.new_zeros(run_s.shape) if start is None or start.d is None
+                                        else start.d.clone())
+        total = torch.empty_like(run_s)
+        for c in (range(self.n_chunks - 1, -1, -1) if reverse else range(self.n_chunks)):
+            total.copy_(s[:, :, c])
+            s[:, :, c].copy_(run_s)
+            run_s.add_(total)
             if d is not None:
-                s_next.add_(d[:, :, prev], alpha=step_s)
-                d_next = torch.add(delta[:, :, prev], d[:, :, prev], alpha=step_d,
-                                   out=None if c is None else d[:, :, c])
-        far = _Pair(s_next, d_next if d is not None else None)
-        return s, d, far
+                run_s.add_(run_d, alpha=step_s)
+                total.copy_(d[:, :, c])
+                d[:, :, c].copy_(run_d)
+                run_d.mul_(step_d).add_(total)
+        return s, d, _Pair(run_s, run_d)
 
     def running_sums(self, x: torch.Tensor, start: torch.Tensor | None, reverse: bool):
         """Σ x over the positions before each chunk (forward; after it, reverse in time) plus ``start``,
@@ -164,11 +210,14 @@ class _Chunking:
         acc.view(-1, *acc.shape[-2:]).baddbmm_(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))
         return acc
 
-    def read(self, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None, reverse: bool) -> torch.Tensor:
-        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states)."""
-        out = x @ s
+    def read(self, ws: Workspace, name: str, x: torch.Tensor, s: torch.Tensor, d: torch.Tensor | None,
+             reverse: bool) -> torch.Tensor:
+        """x_a · (s + β·u(near_a)·d) for every position a of every chunk (s, d: the chunk's boundary states), in
+        the buffer ``name``."""
+        out = _bmm(x, s, ws(name, (*x.shape[:-1], s.shape[-1])))
         if d is not None:  # + (β·u(near)·x) @ d, accumulated in the product
-            self.add_product(out, x * (self.reverse if reverse else self.forward)["read"], d)
+            xr = torch.mul(x, (self.reverse if reverse else self.forward)["read"], out=ws("x_weighted", x.shape))
+            self.add_product(out, xr, d)
         return out
 
 
@@ -177,32 +226,31 @@ def _chunking(n: int, chunk_size: int, beta: float, dtype: torch.dtype, device: 
     return _Chunking(n, chunk_size, beta, dtype, device)
 
 
-def _forward(q, k, v, beta, chunk_size, state=None, keep_d=False, norm: Normaliser | None = None):
-    """One segment (length a multiple of its chunk size): out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j + what ``state``
-    carries, the state after the segment (its d also at β = 0 if ``keep_d``), and z after it (None without ``norm``).
+def _forward(ch: _Chunking, ws: Workspace, qc, kc, vc, state=None, keep_d=False, norm: Normaliser | None = None):
+    """One segment, its inputs already in chunks (q, k feature-mapped, padding masked): out_i = Σ_{j≤i}
+    u(i−j)(q_i·k_j) v_j + what ``state`` carries, the state after the segment (its d also at β = 0 if ``keep_d``),
+    and z after it (None without ``norm``). The output is in the buffer "out".
 
     With ``norm`` the output is γ·out_i / den_i, the denominator read off the same chunk products: its
     in-chunk part Σ_{j≤i} q_i·k_j is a row sum of the masked score matrix the numerator multiplies by V,
     its earlier part q_i·z at the chunk start — no separate prefix sum over the positions."""
-    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    # A segment of a longer tensor: copy it once, not once per product.
-    qc, kc, vc = (ch.split(t.contiguous()) for t in (q, k, v))
-    scores = qc @ kc.transpose(-1, -2)
+    scores = _bmm(qc, kc.transpose(-1, -2), ws("scores", (*qc.shape[:-1], ch.C)))
     den = z_end = None
     if norm is not None:
         den, _, z_end = _denominator(ch, qc, kc, scores, norm)
-    s, d, final = ch.states(kc, vc, state, reverse=False)
-    out = ch.add_product(ch.read(qc, s, d, reverse=False), _weighted(ch, scores, norm), vc)
+    s, d, final = ch.states(ws, kc, vc, state, reverse=False)
+    out = ch.add_product(ch.read(ws, "out", qc, s, d, reverse=False), _weighted(ch, scores, norm), vc)
     if den is not None:
         out.mul_(den.reciprocal_().mul_(norm.gamma))
     if keep_d and d is None:  # β = 0: d is the newest k vᵀ alone
-        final = _Pair(final.s, k[:, :, -1, :, None] * v[:, :, -1, None, :])
+        last_k, last_v = (ch.join(t)[:, :, -1] for t in (kc, vc))
+        final = _Pair(final.s, last_k[..., :, None] * last_v[..., None, :])
     return ch.join(out), final, z_end
 
 
 def _weighted(ch, scores, norm):
-    """The score matrix times the in-chunk weights u(a − b), in place. At β = 0 with a normaliser,
-    :func:`_denominator` has already masked it in place (the weights are then the mask itself)."""
+    """The score matrix times the in-chunk weights u(a − b), in place. With a normaliser, :func:`_denominator`
+    has already masked it in place, which at β = 0 is all the weighting there is (u ≡ 1 below the diagonal)."""
     return scores if norm is not None and not ch.beta else scores.mul_(ch.intra)
 
 
@@ -210,50 +258,52 @@ def _denominator(ch, qc, kc, scores, norm: Normaliser):
     """den = Σ_{b≤a} q_a·k_b (in the chunk) + q_a·z (chunk start) + ε for every chunked position; z at every chunk
     start and after the segment."""
     z_start, z_end = ch.running_sums(kc, norm.z0, reverse=False)
-    in_chunk = (scores * ch.mask if ch.beta else scores.mul_(ch.mask)).sum(-1, keepdim=True)  # β = 0: mask = intra
+    # Masked in place: the weights u(a − b) that :func:`_weighted` applies next are 0 above the diagonal too.
+    in_chunk = scores.mul_(ch.mask).sum(-1, keepdim=True)
     return in_chunk.add_(qc @ z_start[..., None]).add_(norm.eps), z_start, z_end
 
 
-def _backward(q, k, v, g, beta, chunk_size, needs, state=None, later=None, norm: Normaliser | None = None):
-    """∇q, ∇k, ∇v of eqs. 13–15 on one segment.
+def _backward(ch: _Chunking, ws: Workspace, qc, kc, vc, gc, needs, state=None, later=None,
+              norm: Normaliser | None = None, out_c=None):
+    """∇q, ∇k, ∇v of eqs. 13–15 on one segment, its inputs in chunks as :func:`_forward` takes them and ``gc`` the
+    output's gradient in chunks (overwritten).
 
     ``state``: the forward state before the segment. ``later``: the backward-in-time state Σ_{i later}
     u g_i q_iᵀ of the positions after the segment; returned for the positions from the segment on.
-    With ``norm`` (the output of the segment in ``norm.out``), ``g`` is the gradient of the normalised
+    With ``norm`` (``out_c``: the segment's output, in chunks), ``g`` is the gradient of the normalised
     output: the numerator's gradient is g·γ/den and the denominator's h = −(g·out)/den; h enters the same
     chunk products as the numerator's (the masked score matrix gains h_a on row a), plus h_a·z at each
     chunk start for ∇q and Σ_{later} h q for ∇k. Also returns z's gradient before the segment (else None).
     """
-    ch = _chunking(q.shape[2], chunk_size, beta, q.dtype, q.device)
-    qc, kc, vc, gc = (ch.split(t.contiguous()) for t in (q, k, v, g))
     scores = h = gz = None
     if needs[2] or norm is not None:
-        scores = qc @ kc.transpose(-1, -2)
+        scores = _bmm(qc, kc.transpose(-1, -2), ws("scores", (*qc.shape[:-1], ch.C)))
     if norm is not None:
         den, z_start, _ = _denominator(ch, qc, kc, scores, norm)
-        h = (gc * ch.split(norm.out.contiguous())).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
-        gc = gc * den.reciprocal_().mul_(norm.gamma)  # ∂/∂numerator
-    gv = (gc @ vc.transpose(-1, -2)).mul_(ch.intra)  # u(a−b)(g_a·v_b)
+        h = torch.mul(gc, out_c, out=out_c).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
+        gc.mul_(den.reciprocal_().mul_(norm.gamma))  # ∂/∂numerator
+    gv = _bmm(gc, vc.transpose(-1, -2), ws("gv", (*gc.shape[:-1], ch.C))).mul_(ch.intra)  # u(a−b)(g_a·v_b)
     if h is not None:
         gv.addcmul_(h, ch.mask)  # + h_a for b ≤ a: the denominator's Σ_{b≤a} q_a·k_b
     dq = dk = dv = None
     if needs[0]:
-        s, d, _ = ch.states(kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
-        dq = ch.read(gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
+        s, d, _ = ch.states(ws, kc, vc, state, reverse=False)  # Σ u k vᵀ, as in the forward pass
+        dq = ch.read(ws, "dq", gc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=False)
         ch.add_product(dq, gv, kc)
         if h is not None:
             dq.addcmul_(h, z_start[:, :, :, None])
-        del s, d
-    s, d, before = ch.states(gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
+        del s, d  # their buffers hold the reverse-time states next
+    s, d, before = ch.states(ws, gc, qc, later, reverse=True)  # Σ_{i later} u g_i q_iᵀ: shared by eqs. 14 and 15
     if h is not None:  # Σ_{i later} h_i q_i: the denominator's share of ∇k, and z's gradient before the segment
-        hq_later, gz = ch.running_sums(h * qc, norm.gz, reverse=True)
+        hq = torch.mul(h, qc, out=ws("dk", qc.shape))  # ∇k's buffer: out_c, which it held, is used up
+        hq_later, gz = ch.running_sums(hq, norm.gz, reverse=True)
     if needs[1]:
-        dk = ch.add_product(ch.read(vc, s, d, reverse=True), gv.transpose(-1, -2), qc)
+        dk = ch.add_product(ch.read(ws, "dk", vc, s, d, reverse=True), gv.transpose(-1, -2), qc)
         if h is not None:
             dk += hq_later[:, :, :, None]
-    del gv
+    del gv  # its buffer holds ∇v next (one segment-sized buffer fewer: docs/gpu.md)
     if needs[2]:
-        dv = ch.read(kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
+        dv = ch.read(ws, "gv", kc, s.transpose(-1, -2), None if d is None else d.transpose(-1, -2), reverse=True)
         ch.add_product(dv, _weighted(ch, scores, norm).transpose(-1, -2), gc)
     return (*(None if t is None else ch.join(t) for t in (dq, dk, dv)), before, gz)
 
@@ -293,7 +343,7 @@ def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.T
     not the last one is several times slower.
     """
     ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
-    local = ch.intra @ ch.split(x)  # intra = the lower-triangular ones when β = 0
+    local = ch.intra @ ch.split(Workspace(x.dtype, x.device), "x", x)  # intra: lower-triangular ones at β = 0
     if ch.n_chunks > 1:
         totals = local[:, :, :, -1:]
         local = local + (torch.cumsum(totals, 2) - totals)
@@ -306,44 +356,61 @@ def _keep(keep, sl):
     return None if keep is None else keep[:, None, sl, None]
 
 
+def _fused_phi(phi, x: torch.Tensor, dtype: torch.dtype):
+    """φ itself when it can write into a buffer and differentiate from its output (elu + 1, ...) for inputs of the
+    sums' type; else None (then φ runs as a module, and autograd differentiates it)."""
+    into = getattr(phi, "into", None)
+    return phi if into is not None and x.dtype == dtype else None
+
+
+def _inputs(ch: _Chunking, ws: Workspace, phi, q, k, v, keep, dtype):
+    """φ(q), φ(k)·keep and v·keep of one segment, in chunks, in the sums' type (the buffers "q", "k", "v")."""
+    batch = q.shape[:2]
+    out = []
+    for name, x, side in (("q", q, "queries"), ("k", k, "keys"), ("v", v, None)):
+        fused = side is not None and _fused_phi(phi, x, dtype) is not None
+        if side is not None and phi is not None and not fused:
+            x = getattr(phi, side)(x)  # may change the width (random features)
+        buf, positions = ch.chunks(ws, name, batch, x.shape[-1])
+        if fused:
+            phi.into(x, positions)
+        else:
+            positions.copy_(x)
+        if keep is not None and name != "q":
+            positions.mul_(keep)
+        out.append(buf)
+    return out
+
+
 def forward(spec, q, k, v, keep, state: CausalState | None):
     """The causal op's forward on this path (:mod:`lra_kit.attention.causal_product` calls it inside its one
-    autograd Function), segment by segment: φ and the mask applied to one segment at a time, its output (normalised
-    when ``spec.eps`` is set) written into place. Returns the output, the final :class:`CausalState` (when
-    ``spec.final``) and the state at each segment start (what backward needs)."""
+    autograd Function), segment by segment in one :class:`Workspace`: φ and the mask applied to one segment at a
+    time, its output (normalised when ``spec.eps`` is set) written into place. Returns the output, the final
+    :class:`CausalState` (when ``spec.final``) and the state at each segment start (what backward needs)."""
     dtype = compute_dtype(q.dtype)
     B, H, N, _ = q.shape
-    parts = segments(N, spec.chunk_size)
-    out_dtype = spec.out_dtype
-    # One segment: its result is the output (no copy). Several: each is written into place as it comes.
-    out = None if len(parts) == 1 else torch.empty(B, H, N, v.shape[-1], dtype=out_dtype, device=v.device)
+    ws = Workspace(dtype, q.device)
+    out = torch.empty(B, H, N, v.shape[-1], dtype=spec.out_dtype, device=v.device)
     pair = None if state is None else _Pair(state.s, state.d)
     z = None if state is None else state.z
     starts = []
-    for sl in parts:
+    for sl in segments(N, spec.chunk_size):
         starts.append((pair, z))
-        fq, fk = (q[:, :, sl], k[:, :, sl]) if spec.phi is None else (spec.phi.queries(q[:, :, sl]),
-                                                                       spec.phi.keys(k[:, :, sl]))
-        fq, fk, vs = masked(fq, fk, v[:, :, sl], _keep(keep, sl), dtype)
+        ch = _chunking(sl.stop - sl.start, spec.chunk_size, spec.beta, dtype, q.device)
+        qc, kc, vc = _inputs(ch, ws, spec.phi, q[:, :, sl], k[:, :, sl], v[:, :, sl], _keep(keep, sl), dtype)
         norm = None if spec.eps is None else Normaliser(z, spec.eps, spec.gamma)
-        part, pair, z = _forward(fq, fk, vs, spec.beta, spec.chunk_size, pair, spec.keep_d, norm)
-        if out is None:
-            out = part.to(out_dtype)
-            if norm is not None:  # saved for backward
-                out = out.contiguous()
-        else:
-            out[:, :, sl] = part
-        del fq, fk, vs, part
+        part, pair, z = _forward(ch, ws, qc, kc, vc, pair, spec.keep_d, norm)
+        out[:, :, sl] = part
+        del qc, kc, vc, part
     final = CausalState(pair.s, pair.d, z) if spec.final else None
     return out, final, starts
 
 
 def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | None, needs):
-    """The gradients of :func:`forward` (eqs. 13–15 and the normaliser's share), segments last to first, φ
-    recomputed per segment. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the gradient of the starting
-    state as a :class:`CausalState`."""
+    """The gradients of :func:`forward` (eqs. 13–15 and the normaliser's share), segments last to first in one
+    :class:`Workspace`, φ recomputed per segment. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the
+    gradient of the starting state as a :class:`CausalState`."""
     dtype, beta, C = compute_dtype(q.dtype), spec.beta, spec.chunk_size
-    grad = torch.zeros_like(v) if grad is None else grad
     final, gz = None, None
     if grad_final is not None:
         gs, gd, gz = grad_final
@@ -351,31 +418,41 @@ def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | N
             final = _Pair(torch.zeros_like(gd) if gs is None else gs, gd)
     n = q.shape[2]
     parts, later = segments(n, C), None
-    grads = [torch.empty_like(t) if need and len(parts) > 1 else None for t, need in zip((q, k, v), needs[:3],
-                                                                                      strict=False)]
+    ws = Workspace(dtype, q.device)
+    grads = [torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False)]
     for i in range(len(parts) - 1, -1, -1):
         sl, (start, z0) = parts[i], starts[i]
+        ch = _chunking(sl.stop - sl.start, C, beta, dtype, q.device)
         ks = _keep(keep, sl)
-        phi_q, phi_k, qs, kk = phi_forward(spec.phi, q[:, :, sl], k[:, :, sl], needs[:2])
-        fq, fk, vs = masked(phi_q.detach(), phi_k.detach(), v[:, :, sl], ks, dtype)
-        norm = None if spec.eps is None else Normaliser(z0, spec.eps, spec.gamma, out[:, :, sl].to(dtype), gz)
-        dfq, dfk, dvs, later, gz = _backward(fq, fk, vs, grad[:, :, sl].to(dtype), beta, C, needs[:3], start, later,
-                                             norm)
+        fused = _fused_phi(spec.phi, q, dtype)
+        if spec.phi is None or fused is not None:  # φ into the buffers; its derivative later from φ itself
+            qc, kc, vc = _inputs(ch, ws, spec.phi, q[:, :, sl], k[:, :, sl], v[:, :, sl], ks, dtype)
+        else:  # φ as a module, joined to fresh leaves for autograd's chain rule
+            phi_q, phi_k, qs, kk = phi_forward(spec.phi, q[:, :, sl], k[:, :, sl], needs[:2])
+            qc, kc, vc = _inputs(ch, ws, None, phi_q.detach(), phi_k.detach(), v[:, :, sl], ks, dtype)
+        gc = ch.split(ws, "g", grad[:, :, sl]) if grad is not None else ch.chunks(ws, "g", q.shape[:2], v.shape[-1])[0].zero_()
+        norm = out_c = None
+        if spec.eps is not None:
+            # in ∇k's buffer, which _backward fills only after its last use of the output
+            norm, out_c = Normaliser(z0, spec.eps, spec.gamma, None, gz), ch.split(ws, "dk", out[:, :, sl])
+        dfq, dfk, dvs, later, gz = _backward(ch, ws, qc, kc, vc, gc, needs[:3], start, later, norm, out_c)
         if final is not None:
             to_end = torch.arange(n - 1 - sl.start, n - 1 - sl.stop, -1, device=q.device, dtype=dtype)[:, None]
-            _final_state_gradient(dfk, dvs, fk, vs, beta, final, to_end)
+            _final_state_gradient(dfk, dvs, ch.join(kc), ch.join(vc), beta, final, to_end)
         if dfk is not None and ks is not None:
             dfk *= ks
         if dvs is not None and ks is not None:
             dvs *= ks
-        parts_grads = (*phi_backward(spec.phi, phi_q, phi_k, qs, kk, dfq, dfk), dvs)
-        for i_grad, (part, like) in enumerate(zip(parts_grads, (q, k, v), strict=True)):
-            if part is None or not needs[i_grad]:
-                continue
-            if len(parts) == 1:  # one segment: its gradient is the gradient (no copy)
-                grads[i_grad] = part.to(like.dtype)
-            else:
+        if spec.phi is None:
+            parts_grads = (dfq, dfk, dvs)
+        elif fused is not None:  # chain rule through φ: φ'(x) from φ(x), in φ's own buffer
+            parts_grads = (None if dfq is None else dfq.mul_(fused.derivative_(ch.join(qc))),
+                           None if dfk is None else dfk.mul_(fused.derivative_(ch.join(kc))), dvs)
+        else:
+            parts_grads = (*phi_backward(spec.phi, phi_q, phi_k, qs, kk, dfq, dfk), dvs)
+        for i_grad, part in enumerate(parts_grads):
+            if part is not None and needs[i_grad]:
                 grads[i_grad][:, :, sl] = part
-        del dfq, dfk, dvs, parts_grads
+        del dfq, dfk, dvs, parts_grads, qc, kc, vc, gc
     initial = _initial_state_gradient(later, beta, n, final) if any(needs[3:5]) else _Pair(None, None)
     return (*grads, CausalState(initial.s, initial.d, gz))

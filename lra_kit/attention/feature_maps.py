@@ -35,6 +35,18 @@ def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1
 
 
+def elu_plus_one_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """φ(x) = elu(x) + 1 written into ``out`` (a float32/64 buffer of ``x``'s type and shape), with no temporary:
+    the causal op's chunked path maps every segment into buffers it reuses (:mod:`lra_kit.attention.chunked`)."""
+    return F.elu_(out.copy_(x)).add_(1.0)
+
+
+def elu_plus_one_derivative_(phi_x: torch.Tensor) -> torch.Tensor:
+    """φ'(x) from φ(x) alone, in place: φ' = 1 where x > 0 (there φ = x + 1 > 1) and φ' = eˣ = φ where x ≤ 0
+    (there φ = eˣ ≤ 1), so φ' = min(φ, 1). The chain rule of the chunked path needs no copy of x."""
+    return phi_x.clamp_(max=1.0)
+
+
 def relu(x: torch.Tensor) -> torch.Tensor:
     """φ(x) = max(x, 0). Zero gradient for negative inputs, the reason eq. 7 prefers elu."""
     return F.relu(x)
@@ -70,13 +82,22 @@ class FeatureMap(nn.Module):
 
 
 class Elementwise(FeatureMap):
-    """A deterministic map applied element-wise and alike to queries and keys (eq. 7 and its variants)."""
+    """A deterministic map applied element-wise and alike to queries and keys (eq. 7 and its variants).
 
-    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], name: str | None = None):
+    ``into(x, out)`` and ``derivative_(phi_x)`` (both optional, for float32/64): the same map written into a
+    given buffer, and its derivative computed in place from φ(x) alone. With both, the chunked causal op maps
+    and differentiates segments in buffers it reuses, with no autograd graph and no temporaries."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], name: str | None = None, *,
+                 into: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+                 derivative_: Callable[[torch.Tensor], torch.Tensor] | None = None):
         super().__init__()
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        if (into is None) != (derivative_ is None):
+            raise ValueError("into and derivative_ must be given together (or neither)")
         self.fn, self.name = fn, name or getattr(fn, "__name__", type(fn).__name__)
+        self.into, self.derivative_ = into, derivative_
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fn(x)
@@ -87,7 +108,7 @@ class Elementwise(FeatureMap):
 
 # Stateless, so one shared instance per name serves every caller.
 FEATURE_MAPS: dict[str, FeatureMap] = {
-    "elu": Elementwise(elu_plus_one, "elu"),
+    "elu": Elementwise(elu_plus_one, "elu", into=elu_plus_one_into, derivative_=elu_plus_one_derivative_),
     "relu": Elementwise(relu, "relu"),
     "softplus": Elementwise(softplus, "softplus"),
 }
