@@ -45,7 +45,6 @@ import math
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 
 from lra_kit.attention.causal_state import CausalState, Normaliser
 from lra_kit.attention.lag_weights import decay_weights, momentum_lag_weights, scalar_u
@@ -430,7 +429,10 @@ def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | N
         else:  # φ as a module, joined to fresh leaves for autograd's chain rule
             phi_q, phi_k, qs, kk = phi_forward(spec.phi, q[:, :, sl], k[:, :, sl], needs[:2])
             qc, kc, vc = _inputs(ch, ws, None, phi_q.detach(), phi_k.detach(), v[:, :, sl], ks, dtype)
-        gc = ch.split(ws, "g", grad[:, :, sl]) if grad is not None else ch.chunks(ws, "g", q.shape[:2], v.shape[-1])[0].zero_()
+        if grad is None:  # the loss does not use the output: only the final state's gradient flows
+            gc = ch.chunks(ws, "g", q.shape[:2], v.shape[-1])[0].zero_()
+        else:
+            gc = ch.split(ws, "g", grad[:, :, sl])
         norm = out_c = None
         if spec.eps is not None:
             # in ∇k's buffer, which _backward fills only after its last use of the output
