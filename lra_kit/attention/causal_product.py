@@ -112,7 +112,9 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=No
                 bool(output_final_state), bool(keep_d or beta > 0.0), triton,
                 v.dtype if out_dtype is None else out_dtype)
     s0, d0, z0 = (None, None, None) if initial_state is None else initial_state
-    apply = _apply_outside_graph() if triton else CausalProduct.apply
+    # Inside torch.compile the op stays outside the graph on both paths: the chunked path's workspace (buffers
+    # reused across segments, written with out=) does not trace under inductor, and eager is what it measures.
+    apply = _apply_outside_graph() if triton or torch.compiler.is_compiling() else CausalProduct.apply
     out, s, d, z = apply(spec, q, k, v, keep, s0, d0, z0)
     return out, (CausalState(s, d, z) if output_final_state else None)
 
