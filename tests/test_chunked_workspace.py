@@ -23,9 +23,9 @@ class _Counting(chunked.Workspace):
         self.allocations = 0
         _Counting.made.append(self)
 
-    def __call__(self, name, shape, dtype=None):
+    def __call__(self, name, shape):
         before = self._buffers.get(name)
-        out = super().__call__(name, shape, dtype)
+        out = super().__call__(name, shape)
         self.allocations += self._buffers[name] is not before
         return out
 

@@ -77,13 +77,12 @@ class Workspace:
         self.dtype, self.device = dtype, device
         self._buffers: dict[str, torch.Tensor] = {}
 
-    def __call__(self, name: str, shape: tuple, dtype: torch.dtype | None = None) -> torch.Tensor:
+    def __call__(self, name: str, shape: tuple) -> torch.Tensor:
         """A contiguous tensor of ``shape`` (contents undefined) in the buffer called ``name``."""
-        dtype = dtype or self.dtype
         n = math.prod(shape)
         buf = self._buffers.get(name)
-        if buf is None or buf.numel() < n or buf.dtype != dtype:
-            buf = self._buffers[name] = torch.empty(n, dtype=dtype, device=self.device)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[name] = torch.empty(n, dtype=self.dtype, device=self.device)
         return buf[:n].view(shape)
 
 
@@ -233,7 +232,7 @@ def _forward(ch: _Chunking, ws: Workspace, qc, kc, vc, state=None, keep_d=False,
     With ``norm`` the output is γ·out_i / den_i, the denominator read off the same chunk products: its
     in-chunk part Σ_{j≤i} q_i·k_j is a row sum of the masked score matrix the numerator multiplies by V,
     its earlier part q_i·z at the chunk start — no separate prefix sum over the positions."""
-    scores = _bmm(qc, kc.transpose(-1, -2), ws("scores", (*qc.shape[:-1], ch.C)))
+    scores = _scores(ch, ws, qc, kc)
     den = z_end = None
     if norm is not None:
         den, _, z_end = _denominator(ch, qc, kc, scores, norm)
@@ -245,6 +244,11 @@ def _forward(ch: _Chunking, ws: Workspace, qc, kc, vc, state=None, keep_d=False,
         last_k, last_v = (ch.join(t)[:, :, -1] for t in (kc, vc))
         final = _Pair(final.s, last_k[..., :, None] * last_v[..., None, :])
     return ch.join(out), final, z_end
+
+
+def _scores(ch, ws, qc, kc):
+    """q_a·k_b for every pair of positions of every chunk, in the buffer "scores"."""
+    return _bmm(qc, kc.transpose(-1, -2), ws("scores", (*qc.shape[:-1], ch.C)))
 
 
 def _weighted(ch, scores, norm):
@@ -276,7 +280,7 @@ def _backward(ch: _Chunking, ws: Workspace, qc, kc, vc, gc, needs, state=None, l
     """
     scores = h = gz = None
     if needs[2] or norm is not None:
-        scores = _bmm(qc, kc.transpose(-1, -2), ws("scores", (*qc.shape[:-1], ch.C)))
+        scores = _scores(ch, ws, qc, kc)
     if norm is not None:
         den, z_start, _ = _denominator(ch, qc, kc, scores, norm)
         h = torch.mul(gc, out_c, out=out_c).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
@@ -364,19 +368,17 @@ def _fused_phi(phi, x: torch.Tensor, dtype: torch.dtype):
 
 def _inputs(ch: _Chunking, ws: Workspace, phi, q, k, v, keep, dtype):
     """φ(q), φ(k)·keep and v·keep of one segment, in chunks, in the sums' type (the buffers "q", "k", "v")."""
-    batch = q.shape[:2]
     out = []
     for name, x, side in (("q", q, "queries"), ("k", k, "keys"), ("v", v, None)):
-        fused = side is not None and _fused_phi(phi, x, dtype) is not None
-        if side is not None and phi is not None and not fused:
-            x = getattr(phi, side)(x)  # may change the width (random features)
-        buf, positions = ch.chunks(ws, name, batch, x.shape[-1])
-        if fused:
+        if side is None or phi is None:
+            buf = ch.split(ws, name, x)
+        elif _fused_phi(phi, x, dtype) is not None:
+            buf, positions = ch.chunks(ws, name, x.shape[:2], x.shape[-1])
             phi.into(x, positions)
         else:
-            positions.copy_(x)
+            buf = ch.split(ws, name, getattr(phi, side)(x))  # φ may change the width (random features)
         if keep is not None and name != "q":
-            positions.mul_(keep)
+            ch.join(buf).mul_(keep)
         out.append(buf)
     return out
 
@@ -419,11 +421,11 @@ def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | N
     parts, later = segments(n, C), None
     ws = Workspace(dtype, q.device)
     grads = [torch.empty_like(t) if need else None for t, need in zip((q, k, v), needs[:3], strict=False)]
+    fused = _fused_phi(spec.phi, q, dtype)
     for i in range(len(parts) - 1, -1, -1):
         sl, (start, z0) = parts[i], starts[i]
         ch = _chunking(sl.stop - sl.start, C, beta, dtype, q.device)
         ks = _keep(keep, sl)
-        fused = _fused_phi(spec.phi, q, dtype)
         if spec.phi is None or fused is not None:  # φ into the buffers; its derivative later from φ itself
             qc, kc, vc = _inputs(ch, ws, spec.phi, q[:, :, sl], k[:, :, sl], v[:, :, sl], ks, dtype)
         else:  # φ as a module, joined to fresh leaves for autograd's chain rule
