@@ -80,6 +80,21 @@ def test_loglog_slope():
         results.loglog_slope([1], [1])
 
 
+def test_markdown_table_keeps_each_row_in_its_cells():
+    table = results.markdown_table(["claim", "verdict"], [["a | b", "holds"], ["two\nlines", 0.5]])
+    lines = table.splitlines()
+    assert lines[:2] == ["| claim | verdict |", "|---|---|"]
+    # an escaped pipe does not split a cell, and a newline does not start a row
+    assert [len(re.split(r"(?<!\\)\|", line)) for line in lines] == [4, 4, 4, 4]
+    assert lines[3] == "| two lines | 0.5 |"
+    with pytest.raises(ValueError, match=r"rows\[1\] has 1 cells; the header has 2"):
+        results.markdown_table(["claim", "verdict"], [["a", "b"], ["c"]])
+
+
+def test_markdown_list_splits_outside_brackets_only():
+    assert results.markdown_list("a (b; c); d; e") == "- a (b; c)\n- d\n- e"
+
+
 def test_log_length_axis():
     fig, ax = matplotlib.pyplot.subplots()
     ax.plot([256, 512, 1024], [1, 4, 16])

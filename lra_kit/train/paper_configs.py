@@ -173,7 +173,7 @@ PRESETS = {
                 "steps at batch 256; the full CIFAR-10 splits (45,000 train / 5,000 val / 10,000 test); lr 1e-3 "
                 "with 100 warmup steps then linear decay to 0 instead of 1e-4 (OneCycle); no attention dropout; "
                 "no AMP; dev = 16 batches (a fixed sample of 256 examples); Luna uses the same 2-layer d 64 model "
-                "instead of Luna Table 7's"),
+                "instead of Luna Table 7's per-task models"),
     ),
     # LRA Text sized to leave chance on one thread in at most two hours (docs/budget.md): the lra-cpu model on
     # the whole IMDB training set, 6,000 steps at batch 16 (96,000 reviews, 4.3 epochs of the 22,500 kept for
@@ -190,7 +190,7 @@ PRESETS = {
                 "4,000; dev = 2,500 reviews held out of the training set (train keeps 22,500) instead of the test "
                 "set, 32 batches (512 reviews) per evaluation; lr 1e-3 with 500 warmup steps then linear decay to "
                 "0 instead of 1e-4 (OneCycle, 8,000 warmup steps); no attention dropout; no AMP; Luna uses the "
-                "same 2-layer d 64 model instead of Luna Table 7's"),
+                "same 2-layer d 64 model instead of Luna Table 7's per-task models"),
     ),
     # The copy task until linear attention has converged (Katharopoulos Fig. 2 trains 10,000 steps of a 4-layer
     # d 256 model; this 2-layer d 64 model at lr 3e-3 is still learning at 2,000). The cpu scale's recipe with

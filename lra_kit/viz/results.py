@@ -33,6 +33,35 @@ def results_hint(what: str = "the recorded runs") -> str:
             "its results/ folder, then re-run.")
 
 
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table for ``IPython.display.Markdown``: a page's results as a rendered table, not printed text.
+
+    Each cell is written with ``str``; a ``|`` inside a cell is escaped and a newline becomes a space, so that
+    neither can split a cell or a row.
+    """
+    width = len(header)
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"rows[{i}] has {len(row)} cells; the header has {width}")
+
+    def line(cells) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * width, *map(line, rows)])
+
+
+def markdown_list(text: str, sep: str = "; ") -> str:
+    """``text`` (e.g. a preset's ``shrunk``) as a Markdown bullet list, one item per ``sep`` outside brackets."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and text.startswith(sep, i):
+            items.append(text[start:i])
+            start = i + len(sep)
+    items.append(text[start:])
+    return "\n".join(f"- {item}" for item in items if item)
+
+
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x: the measured exponent p in y ∝ xᵖ."""
     x, y = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
