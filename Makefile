@@ -45,7 +45,7 @@ TEXT_NOTEBOOKS  = $(shell grep -l '^jupytext:' book/*.md notebooks/*.md 2>/dev/n
 test: $(VENV)/.test
 	$(PY) -m ruff check lra_kit tests
 	@command -v node >/dev/null || echo "make test: no node: the JavaScript checks against lra_kit (tests/test_export_web.py, tests/test_viz_js.py) are skipped"
-	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest tests
+	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest --durations=20 tests
 	$(MAKE) --no-print-directory nbval
 
 ## make data: the datasets the notebooks read (MNIST 11 MB, IMDB 84 MB), fetched into $$LRA_KIT_DATA (default

@@ -6,7 +6,8 @@ Fails on what a reader would meet on the page:
   must come with the build (``_static/mathjax``), never from a CDN;
 * **a code block that scrolls sideways** — a cell, its output or an included listing wider than the
   column (hidden cells are opened first, so their code counts too); likewise **a displayed equation**
-  wider than the column (the reader would have to scroll it, or it runs under the margin);
+  wider than the column (the reader would have to scroll it, or it runs under the margin), and an
+  **inline formula** that runs past the column's right edge (MathJax does not break inline math);
 * **a machine path** — an absolute path of the machine that built the book (``/home/…``, ``/root/…``) in
   any text of the page;
 * **a slider read-out that differs from the Python function** — chapter 4's read-outs on the whole β grid
@@ -98,6 +99,17 @@ def test_page_reads_offline(browser, page):
         });
         return out;""")
     assert not wide_math, f"{len(wide_math)} equation(s) wider than the column at {WIDTH} px: {wide_math[:5]}"
+    # MathJax 3 does not break inline math across lines: a long one runs past the column's right edge
+    past_edge = browser.execute_script("""
+        var out = [];
+        document.querySelectorAll('mjx-container:not([display="true"])').forEach(function (e) {
+          var block = e.closest('p, li, dd, td, th, .admonition, article') || e.parentElement;
+          var over = e.getBoundingClientRect().right - block.getBoundingClientRect().right;
+          if (e.getClientRects().length === 1 && over > 1)
+            out.push(Math.round(over) + ' px past: ' + block.textContent.replace(/\\s+/g, ' ').slice(0, 60));
+        });
+        return out;""")
+    assert not past_edge, f"{len(past_edge)} inline formula(s) run past the column at {WIDTH} px: {past_edge[:5]}"
     everything = browser.execute_script("return document.body.innerText;")
     paths = sorted({m.group(0) for m in MACHINE_PATH.finditer(everything)})
     assert not paths, f"a path of the building machine on the page: {paths[:5]}"
