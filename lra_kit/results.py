@@ -42,11 +42,15 @@ def git_commit(path: str | None = None) -> str | None:
 
 
 def make_results(*, metrics: dict, config: dict, scale: str, steps: int, seed: int, wall_s: float, device: Any,
-                 **extra) -> dict:
-    """The results record with the keys of docs/design.md §5 (and ``extra`` after them)."""
+                 commit: str | None = None, **extra) -> dict:
+    """The results record with the keys of docs/design.md §5 (and ``extra`` after them).
+
+    ``commit`` is the code that made the numbers, read when that code was loaded (a training run's start); by
+    default the repository's commit now.
+    """
     record = {"metrics": metrics, "config": config, "scale": scale, "steps": int(steps), "seed": int(seed),
               "wall_s": round(float(wall_s), 3), "device": device_name(device), "torch": torch.__version__,
-              "git_commit": git_commit(),
+              "git_commit": commit if commit is not None else git_commit(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     record.update(extra)
     return record

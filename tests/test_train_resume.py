@@ -81,3 +81,25 @@ def test_run_directory_holds_config_log_checkpoints_results(tmp_path, copy_data)
     other.model.layers = 1
     with pytest.raises(RunDirectoryError, match="different config"):
         Trainer(other, run_dir, datasets=copy_data, progress=False, log=quiet).run()
+
+
+def test_record_names_the_code_each_process_trained_with(tmp_path, copy_data, monkeypatch):
+    """The commit is read when a process starts training, not when the record is written: a long run outlives
+    commits made meanwhile. A resumed run lists one commit per process, from the step it started at."""
+    import lra_kit.results
+    import lra_kit.train.trainer as trainer_module
+
+    now = {"commit": "first"}
+    monkeypatch.setattr(trainer_module, "git_commit", lambda: now["commit"])
+    monkeypatch.setattr(lra_kit.results, "git_commit", lambda: now["commit"])
+    run_dir = str(tmp_path / "run")
+    with monkeypatch.context() as patch:
+        kill_after(patch, 5)
+        with pytest.raises(Killed):
+            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+    now["commit"] = "second"  # committed while the run was stopped
+    resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet)
+    now["commit"] = "moved on"  # and again while the resumed process trains
+    results = resumed.run()
+    assert results["git_commit"] == "second"
+    assert results["commits"] == [{"from_step": 0, "commit": "first"}, {"from_step": 4, "commit": "second"}]

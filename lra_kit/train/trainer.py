@@ -36,7 +36,7 @@ from lra_kit.attention import attention_spec
 from lra_kit.data.registry import task_spec
 from lra_kit.errors import ConfigError, OutputPathError, RunDirectoryError
 from lra_kit.models import build_model, bits_per_dim
-from lra_kit.results import make_results, write_results
+from lra_kit.results import git_commit, make_results, write_results
 from lra_kit.train.checkpoint import (
     FORMAT, TRAINING_KEYS, atomic_save, atomic_write_text, load_checkpoint, rng_state, set_rng_state,
 )
@@ -201,6 +201,9 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, t.steps)
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "wall_s": 0.0,
                       "curves": {"train": [], "val": []}, "window": [0.0, 0.0, 0.0, 0, 0.0]}
+        # The code this process trains with: read now, not when the record is written hours later (the
+        # repository may have moved on meanwhile). A resumed run adds one entry per process to state["commits"].
+        self.commit = git_commit()
 
     # -- set-up ---------------------------------------------------------------------------------
     @staticmethod
@@ -388,6 +391,7 @@ class Trainer:
     def _train(self) -> None:
         cfg, t = self.cfg, self.cfg.train
         resumed = self._resume()
+        self.state.setdefault("commits", []).append({"from_step": self.state["step"], "commit": self.commit})
         processes = f" × {self.dist.world_size} processes" if self.dist.enabled else ""
         self._log(f"[lra-kit] {cfg.name} (scale={cfg.scale}) on {self.device}{processes}; run directory {self.out_dir}")
         self._log(format_config(cfg))
@@ -454,7 +458,8 @@ class Trainer:
         metrics = {"test": test, "best_val": best_val, "last_val": last_val, "last_train": last_train}
         results = make_results(metrics=metrics, config=self.cfg.to_dict(), scale=self.cfg.scale_name,
                                steps=self.state["step"], seed=self.cfg.train.seed, wall_s=self.state["wall_s"],
-                               device=self.device, experiment=self.cfg.name, task=self.cfg.task,
+                               device=self.device, commit=self.commit, commits=self.state.get("commits", []),
+                               experiment=self.cfg.name, task=self.cfg.task,
                                attention=self.cfg.attention, connection=self.cfg.connection,
                                world_size=self.dist.world_size, data=dict(self.datasets["train"].metadata),
                                curves=self.state["curves"])
