@@ -232,3 +232,24 @@ def test_draw_reweighting_frame():
     heights = [p.get_height() for p in top.patches if p.get_width() == pytest.approx(0.4)]
     assert len(heights) == 2 * len(tokens) and sum(heights) == pytest.approx(2.0)  # two rows that sum to one
     matplotlib.pyplot.close(fig)
+
+
+RECORD = {"scale": "cpu-20k", "steps": 20000, "seed": 1, "device": "cpu", "git_commit": "8fd0892a1b2c3d4e",
+          "date": "2026-11-25T10:00:00+00:00", "wall_s": 3330.0}
+
+
+def test_provenance_gives_the_parts_asked_in_their_order_with_room_to_wrap():
+    assert results.provenance(RECORD) == ("scale cpu-20k, 20,000 steps, seed 1, cpu, commit 8fd0892a1b, "
+                                          "2026-11-25, 56 min")
+    assert results.provenance(RECORD, ("seed", "commit")) == "seed 1, commit 8fd0892a1b"
+    assert results.provenance({**RECORD, "git_commit": None}, ("commit",)) == "commit ?"
+    with pytest.raises(ValueError, match=r"parts \['wall'\] unknown; allowed: scale, steps"):
+        results.provenance(RECORD, ("seed", "wall"))
+
+
+def test_mean_range_shows_the_seeds_range_and_the_seeds_that_never_got_there():
+    from lra_kit.results import spread
+    assert results.mean_range(spread([0.5])) == "0.500"
+    assert results.mean_range(spread([0.5, 0.25, 0.75]), 2) == "0.50 [0.25, 0.75]"
+    assert results.mean_range(spread([1800, None]), 0) == "1800 (1 of 2 never)"
+    assert results.mean_range(spread([None, None]), 0) == "never"

@@ -62,6 +62,41 @@ def markdown_list(text: str, sep: str = "; ") -> str:
     return "\n".join(f"- {item}" for item in items if item)
 
 
+# One recorded run, part by part, as the pages cite it (``provenance(record, ("seed", "device", ...))``).
+PROVENANCE_PARTS = {
+    "scale": lambda r: f"scale {r['scale']}",
+    "steps": lambda r: f"{r['steps']:,} steps",
+    "seed": lambda r: f"seed {r['seed']}",
+    "device": lambda r: str(r["device"]),
+    "commit": lambda r: f"commit {(r.get('git_commit') or '?')[:10]}",
+    "date": lambda r: str(r["date"])[:10],
+    "minutes": lambda r: f"{r['wall_s'] / 60:.0f} min",
+}
+
+
+def provenance(record: dict, parts: Sequence[str] = tuple(PROVENANCE_PARTS)) -> str:
+    """Where a recorded number comes from: the ``parts`` of a results record (docs/design.md §5), comma-separated.
+
+    Words and spaces only (``seed 1, cpu, commit 8fd0892a1b, 2026-11-25``), so that a table's runs column can
+    wrap inside the book's column; a page leaves out what its table's heading already says (e.g. the scale).
+    """
+    unknown = [p for p in parts if p not in PROVENANCE_PARTS]
+    if unknown:
+        raise ValueError(f"parts {unknown} unknown; allowed: {', '.join(PROVENANCE_PARTS)}")
+    return ", ".join(PROVENANCE_PARTS[p](record) for p in parts)
+
+
+def mean_range(s: dict, digits: int = 3) -> str:
+    """A :func:`lra_kit.results.spread` as a table cell: the mean, then ``[min, max]`` when there are several
+    seeds that got there, then how many never did (a threshold not reached); ``never`` if none did."""
+    if s["missed"] == s["n"]:
+        return "never"
+    text = f"{s['mean']:.{digits}f}"
+    if s["n"] - s["missed"] > 1:
+        text += f" [{s['min']:.{digits}f}, {s['max']:.{digits}f}]"
+    return text + (f" ({s['missed']} of {s['n']} never)" if s["missed"] else "")
+
+
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x: the measured exponent p in y ∝ xᵖ."""
     x, y = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
