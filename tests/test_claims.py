@@ -1,0 +1,55 @@
+"""The copy-task claims' verdicts (lra_kit.claims), on made-up records whose answer is known."""
+from lra_kit.claims import measure_copy
+
+
+def record(test_loss: float, drop_at: int, steps: int = 40) -> dict:
+    """A run whose training loss is 2.0 until step ``100 * drop_at``, then 0.001 (test accuracy 0.99)."""
+    curve = [{"step": 100 * (i + 1), "loss": 2.0 if i < drop_at else 0.001} for i in range(steps)]
+    return {"metrics": {"test": {"loss": test_loss, "accuracy": 0.99}}, "curves": {"train": curve}}
+
+
+def claims(runs: dict) -> dict[str, tuple[str, str]]:
+    return {claim: (measured, verdict) for claim, measured, verdict in measure_copy(runs)["claims"]}
+
+
+def test_a_claim_waits_for_the_variants_it_compares():
+    got = claims({"softmax": [record(0.01, 2)]})
+    assert got == {"1. linear reaches softmax's final loss": ("–", "waits for: linear"),
+                   "3. adaptive does as well as the tuned connection":
+                       ("–", "waits for: adaptive momentum, momentum + connection")}
+    got = claims({"softmax": [record(0.01, 2)], "linear": [record(0.011, 5)]})
+    assert got["2. momentum converges faster than linear (early)"] == ("–", "waits for: momentum")
+
+
+def test_one_seed_each_gives_a_verdict_and_says_the_spread_is_unknown():
+    runs = {"softmax": [record(0.010, 2)], "linear": [record(0.030, 8)], "momentum": [record(0.02, 5)],
+            "momentum + connection": [record(0.02, 12)], "adaptive momentum": [record(0.021, 8)]}
+    m = measure_copy(runs)
+    assert m["levels"] == {"early": 1.0, "late": 0.045}  # half linear's first loss; 1.5 × its test loss
+    got = claims(runs)
+    assert "does **not** hold" in got["1. linear reaches softmax's final loss (within 10 %)"][1]
+    assert got["2. softmax converges fastest (early, loss 1.000)"] == (
+        "fastest of the 5 recorded: softmax", "**holds** at this scale")
+    faster = got["2. momentum converges faster than linear (early)"][1]
+    assert faster.startswith("**holds**") and "one seed" in faster
+    assert "does **not** hold" in got["2. momentum + connection converges faster than linear (early)"][1]
+    assert "does **not** hold" in got["2. adaptive momentum converges faster than linear (early)"][1]  # a tie
+    assert got["3. adaptive (β̃ computed, eq. 18) does as well as the tuned connection (β̃ = 0.99), within 10 %"] \
+        == ("test loss 0.0210 against 0.0200", "**holds** at this scale (one seed: the seed-to-seed spread is not "
+            "known yet)")
+
+
+def test_several_seeds_decide_speed_only_where_their_ranges_do_not_overlap():
+    linear = [record(0.03, 8), record(0.03, 10)]
+    apart = claims({"linear": linear, "momentum": [record(0.03, 3), record(0.03, 5)]})
+    assert apart["2. momentum converges faster than linear (early)"][1] == "**holds** at this scale"
+    overlap = claims({"linear": linear, "momentum": [record(0.03, 3), record(0.03, 9)]})
+    assert overlap["2. momentum converges faster than linear (early)"] == (
+        "steps: 900 [600, 1200] against 1200 [1100, 1300]", "not decided: the seeds' ranges overlap")
+
+
+def test_a_seed_that_never_reaches_the_level_counts_as_never():
+    runs = {"linear": [record(0.03, 8)], "momentum": [record(0.03, 3), record(0.03, 99)]}
+    measured, verdict = claims(runs)["2. momentum converges faster than linear (early)"]
+    assert measured == "steps: 600 (1 of 2 never) against 1100"
+    assert verdict.startswith("does **not** hold")
