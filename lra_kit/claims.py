@@ -35,11 +35,11 @@ def verdict(ok: bool, runs: list[list[dict]] | None = None) -> str:
 def measure_copy(runs: dict[str, list[dict]]) -> dict:
     """Measure the claims on ``runs``: variant label → its recorded seeds (results records with ``curves``).
 
-    Labels are ``softmax``, ``linear`` and those of :data:`MOMENTUM_VARIANTS`; a claim whose variants are not
-    all recorded yet says what it waits for. Returns ``loss`` and ``accuracy`` (a
-    :func:`lra_kit.results.spread` of the test metric per label), ``levels`` (``{"early": …, "late": …}``, empty without linear attention), ``reach``
-    (level name → label → spread of the steps to that level) and ``claims``, a list of
-    ``(claim, measured, verdict)`` rows.
+    Labels are ``softmax``, ``linear`` and those of :data:`MOMENTUM_VARIANTS`; a claim whose variants
+    are not all recorded yet says what it waits for. Returns ``loss`` and ``accuracy`` (a
+    :func:`lra_kit.results.spread` of the test metric per label), ``levels`` (``{"early": …, "late": …}``,
+    empty without linear attention), ``reach`` (level name → label → spread of the steps to that level)
+    and ``claims``, a list of ``(claim, measured, verdict)`` rows.
     """
     runs = {label: rs for label, rs in runs.items() if rs}
     loss = {label: spread(r["metrics"]["test"]["loss"] for r in rs) for label, rs in runs.items()}
