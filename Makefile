@@ -8,6 +8,13 @@ PIP    := $(PY) -m pip
 TORCH  ?= torch==2.13.0
 LRA_KIT_SCALE_TEST ?= smoke
 LRA_KIT_SCALE_BOOK ?= book
+# One intra-op thread in every notebook kernel (nbval and the book). The pages' models are small (d 64, at
+# most a few thousand positions): on 2 cores a second thread gains nothing when the machine is idle (copy
+# task at book scale, 100 steps: 7.1 s with two threads, 7.4 s with one), and when anything else runs
+# beside the build the two OpenMP threads wait on each other at every small op: 205 s against 6 s. The copy
+# page's live cell then outlived the 600 s cell timeout; nbclient shut the kernel down, and the kernel's late
+# reply logged "ZMQError: Socket operation on non-socket" (a symptom of the timeout, not its cause).
+NOTEBOOK_THREADS ?= 1
 # The offline datasets (tests marked `data`; docs/data-provenance.md): an optional default path,
 # used when present and LRA_KIT_DATA is not set.
 ifneq ($(wildcard ../shared/data),)
@@ -66,7 +73,7 @@ nbval: $(VENV)/.test data
 	for f in $(TEXT_NOTEBOOKS); do \
 	  $(PY) -m jupytext --quiet --to ipynb --output $(NBVAL_DIR)/$${f%.md}.ipynb $$f || exit 1; \
 	done
-	LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
+	OMP_NUM_THREADS=$(NOTEBOOK_THREADS) LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-cell-timeout=900 --durations=0 $(NBVAL_DIR)
 
 ## make book: execute every chapter at book scale and build the HTML; warnings are errors (-W),
@@ -74,7 +81,8 @@ nbval: $(VENV)/.test data
 ## --all re-reads every page, so every chapter re-executes even when only lra_kit changed
 book: $(VENV)/.book data
 	@start=$$(date +%s); \
-	LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --all -W -n --keep-going || exit $$?; \
+	OMP_NUM_THREADS=$(NOTEBOOK_THREADS) LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --all -W -n \
+	  --keep-going || exit $$?; \
 	echo "Book built in $$(( $$(date +%s) - start )) s at LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK)."; \
 	echo "The HTML is at: $(CURDIR)/_build/html/index.html"
 
@@ -89,7 +97,7 @@ test-browser: $(VENV)/.book
 	  ( $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver ) >/dev/null 2>&1 \
 	    || echo "test-browser: could not install chromium; the browser tests will be skipped"; \
 	fi
-	LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --keep-going
+	OMP_NUM_THREADS=$(NOTEBOOK_THREADS) LRA_KIT_SCALE=$(LRA_KIT_SCALE_BOOK) $(VENV)/bin/jupyter-book build . --keep-going
 	LRA_KIT_BOOK_HTML=$(CURDIR)/_build/html $(PY) -m pytest -rs tests/browser
 
 bench: $(VENV)/.test

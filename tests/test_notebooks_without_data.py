@@ -3,7 +3,6 @@ data shows one notice naming the dataset and the command that fetches it, and th
 recorded runs — still runs. ``make nbval`` and ``make book`` run the same pages with the data (CI has it)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,7 @@ def test_a_page_runs_without_its_dataset(page, tmp_path, monkeypatch):
     monkeypatch.setenv("LRA_KIT_FETCH", "0")
     monkeypatch.setenv("LRA_KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("LRA_KIT_SCALE", "smoke")
-    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "2"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as the Makefile's notebook kernels (NOTEBOOK_THREADS): see there why
     nb = jupytext.read(ROOT / page)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(folder)}}).execute()  # raises on a failing cell
