@@ -1,6 +1,6 @@
-"""The papers' claims about the copy task, measured on recorded runs (the copy-task page's verdicts).
+"""The papers' claims, measured on recorded runs: the verdicts of the copy-task and MNIST pages.
 
-The claims (Katharopoulos et al. §4.1, Fig. 2; Nguyen et al. §4.1, Fig. 1):
+The copy task (Katharopoulos et al. §4.1, Fig. 2; Nguyen et al. §4.1, Fig. 1), :func:`measure_copy`:
 
 1. linear attention reaches softmax's final loss (here: within 10 % of softmax's test loss);
 2. softmax converges fastest, and each momentum variant converges faster than linear attention;
@@ -9,14 +9,20 @@ The claims (Katharopoulos et al. §4.1, Fig. 2; Nguyen et al. §4.1, Fig. 1):
 
 "Converges faster" is measured as steps to reach a loss (:func:`lra_kit.results.steps_to_loss`) at two
 levels, from linear attention's runs: ``early``, half its first logged training loss (mean over its seeds),
-and ``late``, 1.5 × its mean final test loss. With several seeds on both sides a claim of speed is decided
-only where the seeds' ranges of steps do not overlap; with one seed the verdict says the spread is unknown.
+and ``late``, 1.5 × its mean final test loss. Where a side has several seeds, "faster" and "lower" are
+decided only where the seeds' ranges do not overlap (:func:`lower`); where a side has one seed, the
+verdict says the spread is not known.
+
+MNIST (Katharopoulos et al. §4.2.1, Table 1; Nguyen et al. §4.2, Table 2), :func:`mnist_claims`: linear
+attention's bits/dim within the papers' gap of softmax's, and the momentum variants below linear's.
+
 Every verdict is computed here from the records, never written in advance.
 """
 from __future__ import annotations
 
 import math
 
+from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, MOMENTUM_TABLE2
 from lra_kit.results import spread, steps_to_loss
 from lra_kit.viz.results import mean_range
 
@@ -24,12 +30,28 @@ MOMENTUM_VARIANTS = ("momentum", "momentum + connection", "adaptive momentum")
 WITHIN = 1.1  # "reaches" and "does as well": at most 10 % above the other's test loss
 
 
-def verdict(ok: bool, runs: list[list[dict]] | None = None) -> str:
-    """A claim's verdict (Markdown); ``runs``, the seeds of each side, add a note when a side has one seed."""
+def verdict(ok: bool, seeds: tuple[int, ...] = ()) -> str:
+    """A claim's verdict (Markdown); ``seeds``, the number of seeds on each side, add a note when one has one."""
     text = "**holds** at this scale" if ok else "does **not** hold at this scale"
-    if runs is not None and min(map(len, runs)) < 2:
+    if seeds and min(seeds) < 2:
         text += " (one seed: the seed-to-seed spread is not known yet)"
     return text
+
+
+def lower(a: dict, b: dict) -> str:
+    """The verdict on "``a`` is lower than ``b``" for two :func:`lra_kit.results.spread` (steps, a loss, bits/dim).
+
+    Where some side has several seeds and the two ranges overlap (one seed is a point), the claim is not
+    decided. Otherwise the means decide, and a side on which some seed never got there (``missed``) counts
+    as never.
+    """
+    if max(a["n"], b["n"]) > 1 and not (a["max"] < b["min"] or a["min"] > b["max"]):
+        return "not decided: the seeds' ranges overlap"
+
+    def value(s: dict) -> float:
+        return math.inf if s["missed"] else s["mean"]
+
+    return verdict(value(a) < value(b), (a["n"], b["n"]))
 
 
 def measure_copy(runs: dict[str, list[dict]]) -> dict:
@@ -62,7 +84,7 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
         lin, soft = loss["linear"]["mean"], loss["softmax"]["mean"]
         claims.append(("1. linear reaches softmax's final loss (within 10 %)",
                        f"test loss {lin:.4f} against {soft:.4f}; linear's accuracy {acc['linear']['mean']:.3f} "
-                       "(target 0.95)", verdict(lin <= WITHIN * soft, [runs["linear"], runs["softmax"]])))
+                       "(target 0.95)", verdict(lin <= WITHIN * soft, (loss["linear"]["n"], loss["softmax"]["n"]))))
     for when, level in levels.items():
         def steps(label, r=reach[when]):  # a level some seed never reached counts as never reached
             return math.inf if r[label]["missed"] else r[label]["mean"]
@@ -75,17 +97,47 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
             if waits(claim, (label,)):
                 continue
             a, b = reach[when][label], reach[when]["linear"]
-            several = min(len(runs[label]), len(runs["linear"])) > 1
-            overlap = several and not (a["max"] < b["min"] or a["min"] > b["max"])
             claims.append((claim, f"steps: {mean_range(a, 0)} against {mean_range(b, 0)}",
-                           "not decided: the seeds' ranges overlap" if overlap else
-                           verdict(steps(label) < steps("linear"), [runs[label], runs["linear"]])))
+                           lower(a, b)))
     if not waits("3. adaptive does as well as the tuned connection", ("adaptive momentum", "momentum + connection")):
         ad, mc = loss["adaptive momentum"]["mean"], loss["momentum + connection"]["mean"]
+        seeds = (loss["adaptive momentum"]["n"], loss["momentum + connection"]["n"])
         claims.append(("3. adaptive (β̃ computed, eq. 18) does as well as the tuned connection (β̃ = 0.99), "
                        "within 10 %", f"test loss {ad:.4f} against {mc:.4f}",
-                       verdict(ad <= WITHIN * mc, [runs["adaptive momentum"], runs["momentum + connection"]])))
+                       verdict(ad <= WITHIN * mc, seeds)))
     return {"loss": loss, "accuracy": acc, "levels": levels, "reach": reach, "claims": claims}
 
 
-__all__ = ["MOMENTUM_VARIANTS", "WITHIN", "measure_copy", "verdict"]
+def mnist_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
+    """The MNIST claims on ``runs`` (label → recorded seeds, labels ``softmax``, ``linear``, ``momentum``,
+    ``adaptive momentum``), as ``(claim, measured, verdict)`` rows; a claim waits for its variants.
+
+    1. Katharopoulos et al. Table 1: linear attention's test bits/dim is at most the papers' gap above
+       softmax's (the mean over seeds, as a ratio minus one).
+    2. Nguyen et al. Table 2: momentum, and adaptive momentum, reach lower bits/dim than linear attention.
+    """
+    runs = {label: rs for label, rs in runs.items() if rs}
+    bpd = {label: spread(r["metrics"]["test"]["bits_per_dim"] for r in rs) for label, rs in runs.items()}
+    k1, n2 = KATHAROPOULOS_TABLE1, MOMENTUM_TABLE2
+    claims = []
+    claim = f"linear reaches almost softmax's bits/dim (Katharopoulos {k1.table})"
+    if {"softmax", "linear"} <= set(runs):
+        paper = k1.value("Linear (ours)", "Bits/dim") / k1.value("Softmax", "Bits/dim") - 1
+        ours = bpd["linear"]["mean"] / bpd["softmax"]["mean"] - 1
+        claims.append((claim, f"linear {ours:+.1%} above softmax; the paper {paper:+.1%}",
+                       verdict(ours <= paper, (bpd["linear"]["n"], bpd["softmax"]["n"]))))
+    else:
+        claims.append((claim, "–", "waits for: " + ", ".join(x for x in ("softmax", "linear") if x not in runs)))
+    for label, row in (("momentum", "Momentum transformer"), ("adaptive momentum", "Adaptive momentum transformer")):
+        claim = f"{label} reaches lower bits/dim than linear (Nguyen {n2.table})"
+        missing = [x for x in (label, "linear") if x not in runs]
+        if missing:
+            claims.append((claim, "–", "waits for: " + ", ".join(missing)))
+            continue
+        paper = f"{n2.value(row, 'Bits/dim'):.2f} against {n2.value('Linear transformer', 'Bits/dim'):.2f}"
+        claims.append((claim, f"{mean_range(bpd[label], 4)} against {mean_range(bpd['linear'], 4)}; the paper {paper}",
+                       lower(bpd[label], bpd["linear"])))
+    return claims
+
+
+__all__ = ["MOMENTUM_VARIANTS", "WITHIN", "lower", "measure_copy", "mnist_claims", "verdict"]

@@ -1,5 +1,6 @@
 """The copy-task claims' verdicts (lra_kit.claims), on made-up records whose answer is known."""
-from lra_kit.claims import measure_copy
+from lra_kit.claims import lower, measure_copy, mnist_claims
+from lra_kit.results import spread
 
 
 def record(test_loss: float, drop_at: int, steps: int = 40) -> dict:
@@ -53,3 +54,31 @@ def test_a_seed_that_never_reaches_the_level_counts_as_never():
     measured, verdict = claims(runs)["2. momentum converges faster than linear (early)"]
     assert measured == "steps: 600 (1 of 2 never) against 1100"
     assert verdict.startswith("does **not** hold")
+
+
+def test_lower_decides_only_where_the_seeds_ranges_are_apart():
+    assert lower(spread([1.0]), spread([2.0])).startswith("**holds**")  # one seed each: the means, with a note
+    assert lower(spread([1.0, 1.5]), spread([1.2, 2.0])) == "not decided: the seeds' ranges overlap"
+    assert lower(spread([1.018]), spread([1.012, 1.018])) == "not decided: the seeds' ranges overlap"
+    assert lower(spread([1.0, 1.1]), spread([1.2, 2.0])) == "**holds** at this scale"
+    assert lower(spread([1.0, None]), spread([5.0])).startswith("does **not** hold")  # never counts as ∞
+
+
+def bits(value: float) -> dict:
+    return {"metrics": {"test": {"bits_per_dim": value}}}
+
+
+def test_mnist_claims_against_the_papers_numbers():
+    # Katharopoulos Table 1: linear 0.644 against softmax 0.621, a gap of +3.7 %
+    near = {"softmax": [bits(1.00)], "linear": [bits(1.03)]}
+    far = {"softmax": [bits(1.00)], "linear": [bits(1.05)]}
+    claim = "linear reaches almost softmax's bits/dim (Katharopoulos Table 1)"
+    assert dict((c, v) for c, _, v in mnist_claims(near))[claim].startswith("**holds**")
+    assert dict((c, v) for c, _, v in mnist_claims(far))[claim].startswith("does **not** hold")
+    runs = {"linear": [bits(1.012), bits(1.018)], "momentum": [bits(1.018)],
+            "adaptive momentum": [bits(0.9), bits(0.95)]}
+    got = {c: (m, v) for c, m, v in mnist_claims(runs)}
+    assert got[claim] == ("–", "waits for: softmax")
+    assert got["momentum reaches lower bits/dim than linear (Nguyen Table 2)"] == (
+        "1.0180 against 1.0150 [1.0120, 1.0180]; the paper 0.84 against 0.85", "not decided: the seeds' ranges overlap")
+    assert got["adaptive momentum reaches lower bits/dim than linear (Nguyen Table 2)"][1] == "**holds** at this scale"
