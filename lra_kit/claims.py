@@ -26,6 +26,10 @@ from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, MOMENTUM_TABLE2
 from lra_kit.results import spread, steps_to_loss
 from lra_kit.viz.results import mean_range
 
+# The variants' labels (the pages' names for them): the two the papers compare everything with, and the
+# momentum variants of Nguyen et al.
+SOFTMAX = "softmax"
+LINEAR = "linear"
 MOMENTUM_VARIANTS = ("momentum", "momentum + connection", "adaptive momentum")
 WITHIN = 1.1  # "reaches" and "does as well": at most 10 % above the other's test loss
 
@@ -67,9 +71,9 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
     loss = {label: spread(r["metrics"]["test"]["loss"] for r in rs) for label, rs in runs.items()}
     acc = {label: spread(r["metrics"]["test"]["accuracy"] for r in rs) for label, rs in runs.items()}
     levels = {}
-    if "linear" in runs:
-        first = spread(r["curves"]["train"][0]["loss"] for r in runs["linear"])["mean"]
-        levels = {"early": 0.5 * first, "late": 1.5 * loss["linear"]["mean"]}
+    if LINEAR in runs:
+        first = spread(r["curves"]["train"][0]["loss"] for r in runs[LINEAR])["mean"]
+        levels = {"early": 0.5 * first, "late": 1.5 * loss[LINEAR]["mean"]}
     reach = {when: {label: spread(steps_to_loss(r["curves"]["train"], level) for r in rs)
                     for label, rs in runs.items()} for when, level in levels.items()}
     claims = []
@@ -80,23 +84,23 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
             claims.append((claim, "–", "waits for: " + ", ".join(missing)))
         return bool(missing)
 
-    if not waits("1. linear reaches softmax's final loss", ("softmax", "linear")):
-        lin, soft = loss["linear"]["mean"], loss["softmax"]["mean"]
+    if not waits("1. linear reaches softmax's final loss", (SOFTMAX, LINEAR)):
+        lin, soft = loss[LINEAR]["mean"], loss[SOFTMAX]["mean"]
         claims.append(("1. linear reaches softmax's final loss (within 10 %)",
-                       f"test loss {lin:.4f} against {soft:.4f}; linear's accuracy {acc['linear']['mean']:.3f} "
-                       "(target 0.95)", verdict(lin <= WITHIN * soft, (loss["linear"]["n"], loss["softmax"]["n"]))))
+                       f"test loss {lin:.4f} against {soft:.4f}; linear's accuracy {acc[LINEAR]['mean']:.3f} "
+                       "(target 0.95)", verdict(lin <= WITHIN * soft, (loss[LINEAR]["n"], loss[SOFTMAX]["n"]))))
     for when, level in levels.items():
         def steps(label, r=reach[when]):  # a level some seed never reached counts as never reached
             return math.inf if r[label]["missed"] else r[label]["mean"]
 
         fastest = min(runs, key=steps)
         claims.append((f"2. softmax converges fastest ({when}, loss {level:.3f})",
-                       f"fastest of the {len(runs)} recorded: {fastest}", verdict(fastest == "softmax")))
+                       f"fastest of the {len(runs)} recorded: {fastest}", verdict(fastest == SOFTMAX)))
         for label in MOMENTUM_VARIANTS:
             claim = f"2. {label} converges faster than linear ({when})"
             if waits(claim, (label,)):
                 continue
-            a, b = reach[when][label], reach[when]["linear"]
+            a, b = reach[when][label], reach[when][LINEAR]
             claims.append((claim, f"steps: {mean_range(a, 0)} against {mean_range(b, 0)}",
                            lower(a, b)))
     if not waits("3. adaptive does as well as the tuned connection", ("adaptive momentum", "momentum + connection")):
@@ -121,23 +125,23 @@ def mnist_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
     k1, n2 = KATHAROPOULOS_TABLE1, MOMENTUM_TABLE2
     claims = []
     claim = f"linear reaches almost softmax's bits/dim (Katharopoulos {k1.table})"
-    if {"softmax", "linear"} <= set(runs):
+    if {SOFTMAX, LINEAR} <= set(runs):
         paper = k1.value("Linear (ours)", "Bits/dim") / k1.value("Softmax", "Bits/dim") - 1
-        ours = bpd["linear"]["mean"] / bpd["softmax"]["mean"] - 1
+        ours = bpd[LINEAR]["mean"] / bpd[SOFTMAX]["mean"] - 1
         claims.append((claim, f"linear {ours:+.1%} above softmax; the paper {paper:+.1%}",
-                       verdict(ours <= paper, (bpd["linear"]["n"], bpd["softmax"]["n"]))))
+                       verdict(ours <= paper, (bpd[LINEAR]["n"], bpd[SOFTMAX]["n"]))))
     else:
-        claims.append((claim, "–", "waits for: " + ", ".join(x for x in ("softmax", "linear") if x not in runs)))
+        claims.append((claim, "–", "waits for: " + ", ".join(x for x in (SOFTMAX, LINEAR) if x not in runs)))
     for label, row in (("momentum", "Momentum transformer"), ("adaptive momentum", "Adaptive momentum transformer")):
         claim = f"{label} reaches lower bits/dim than linear (Nguyen {n2.table})"
-        missing = [x for x in (label, "linear") if x not in runs]
+        missing = [x for x in (label, LINEAR) if x not in runs]
         if missing:
             claims.append((claim, "–", "waits for: " + ", ".join(missing)))
             continue
         paper = f"{n2.value(row, 'Bits/dim'):.2f} against {n2.value('Linear transformer', 'Bits/dim'):.2f}"
-        claims.append((claim, f"{mean_range(bpd[label], 4)} against {mean_range(bpd['linear'], 4)}; the paper {paper}",
-                       lower(bpd[label], bpd["linear"])))
+        claims.append((claim, f"{mean_range(bpd[label], 4)} against {mean_range(bpd[LINEAR], 4)}; the paper {paper}",
+                       lower(bpd[label], bpd[LINEAR])))
     return claims
 
 
-__all__ = ["MOMENTUM_VARIANTS", "WITHIN", "lower", "measure_copy", "mnist_claims", "verdict"]
+__all__ = ["LINEAR", "MOMENTUM_VARIANTS", "SOFTMAX", "WITHIN", "lower", "measure_copy", "mnist_claims", "verdict"]
