@@ -33,20 +33,27 @@ def kill_after(monkeypatch, updates: int) -> None:
     monkeypatch.setattr(Trainer, "train_step", train_step)
 
 
-@pytest.mark.parametrize("stop_after", [5, 8])  # between checkpoints, and right at one
-def test_resume_is_bit_identical(tmp_path, copy_data, stop_after, monkeypatch):
+def bucketed(bucket: int):
     cfg = tiny_copy_config()
+    cfg.data.bucket = bucket  # batches grouped by length (lra_kit.train.batches), pools of `bucket` batches
+    return cfg
+
+
+# between checkpoints, right at one, and with batches grouped by length
+@pytest.mark.parametrize("stop_after,bucket", [(5, 0), (8, 0), (5, 2)])
+def test_resume_is_bit_identical(tmp_path, copy_data, stop_after, bucket, monkeypatch):
+    cfg = bucketed(bucket)
     ref = Trainer(cfg, str(tmp_path / "ref"), datasets=copy_data, progress=False, log=quiet).run()
 
     run_dir = str(tmp_path / "killed")
     with monkeypatch.context() as patch:
         kill_after(patch, stop_after)
         with pytest.raises(Killed):
-            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+            Trainer(bucketed(bucket), run_dir, datasets=copy_data, progress=False, log=quiet).run()
     with open(os.path.join(run_dir, "log.jsonl"), "a") as f:
         f.write('{"step": 99, "split": "tr')  # a line torn by the kill
     messages = []
-    resumed = Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
+    resumed = Trainer(bucketed(bucket), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step" in m for m in messages)
 
     a, b = final_state(str(tmp_path / "ref")), final_state(run_dir)
@@ -103,3 +110,25 @@ def test_record_names_the_code_each_process_trained_with(tmp_path, copy_data, mo
     results = resumed.run()
     assert results["git_commit"] == "second"
     assert results["commits"] == [{"from_step": 0, "commit": "first"}, {"from_step": 4, "commit": "second"}]
+
+
+def test_a_checkpoint_from_before_a_config_field_resumes(tmp_path, copy_data, monkeypatch):
+    """A run checkpointed by code that had no ``data.bucket`` resumes (the field's default is what it did); one
+    checkpointed with another value of it is refused."""
+    from lra_kit.train.checkpoint import atomic_save, load_checkpoint
+
+    run_dir = str(tmp_path / "old")
+    with monkeypatch.context() as patch:
+        kill_after(patch, 5)
+        with pytest.raises(Killed):
+            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+    path = os.path.join(run_dir, "checkpoint.pt")
+    ckpt = load_checkpoint(path)
+    del ckpt["config"]["data"]["bucket"]
+    atomic_save(ckpt, path)
+    messages = []
+    Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
+    assert any("resuming from the checkpoint at step 4" in m for m in messages)
+
+    with pytest.raises(RunDirectoryError, match="different config"):
+        Trainer(bucketed(2), run_dir, datasets=copy_data, progress=False, log=quiet).run()

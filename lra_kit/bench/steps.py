@@ -52,7 +52,7 @@ def parse_row(row: str) -> tuple[str, str, str, str]:
 def time_row(row: str, *, steps: int, warmup: int, compile: bool = False) -> dict:
     """Median seconds per ``train_step`` of one row (see the module docstring)."""
     from lra_kit.train.configs import get_config
-    from lra_kit.train.trainer import EpochBatches, Trainer
+    from lra_kit.train.trainer import Trainer
 
     task, preset, attention, connection = parse_row(row)
     cfg = get_config(task, attention, None, connection, preset)
@@ -65,8 +65,7 @@ def time_row(row: str, *, steps: int, warmup: int, compile: bool = False) -> dic
         except DataError as err:
             return {**result, "skipped": f"data missing: {str(err).splitlines()[0]}"}
         train = trainer.datasets["train"]
-        sampler = EpochBatches(len(train), seed=0, epoch=0, global_batch=cfg.data.batch_size, micro=trainer.micro,
-                               rank=0, world=1, start=0)
+        sampler = trainer.epoch_batches(0)
         if len(sampler) < warmup + steps:
             raise ValueError(f"{row}: the train split has {len(sampler)} batches, fewer than warmup + steps")
         batches = iter(trainer._loader(train, sampler))

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import math
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from lra_kit.attention import ATTENTIONS
@@ -49,6 +49,7 @@ class DataConfig:
     eval_batch_size: int | None = None
     options: dict = field(default_factory=dict)  # keyword options of lra_kit.data.load
     num_workers: int = 0
+    bucket: int = 0                  # > 0: batches from pools of this many, sorted by length (train/batches.py)
 
 
 @dataclass
@@ -97,6 +98,18 @@ class ExperimentConfig:
         return asdict(self)
 
 
+def with_defaults(saved: dict) -> dict:
+    """A config dict saved before some fields existed (a checkpoint, a record), with each missing field
+    at its default. A field is only ever added with a default that keeps what runs did before it
+    existed (e.g. ``data.bucket = 0``, no length grouping), so the completed dict is the config that
+    run had."""
+    done = dict(saved)
+    for f in fields(ExperimentConfig):
+        if f.name in done and isinstance(done[f.name], dict) and is_dataclass(f.default_factory):
+            done[f.name] = {**asdict(f.default_factory()), **done[f.name]}
+    return done
+
+
 def check_choice(name: str, value: str, allowed) -> None:
     """A ``ConfigError`` naming ``name`` and the allowed values where ``value`` is not one of them."""
     if value not in allowed:
@@ -109,7 +122,7 @@ def check_choice(name: str, value: str, allowed) -> None:
 
 POSITIVE_INTS = ("data.batch_size", "data.eval_batch_size", "train.steps", "train.eval_every", "train.eval_batches",
                  "train.checkpoint_every", "train.log_every", "train.accumulate")
-NON_NEGATIVE_INTS = ("data.num_workers", "optim.warmup_steps", "train.seed")
+NON_NEGATIVE_INTS = ("data.num_workers", "data.bucket", "optim.warmup_steps", "train.seed")
 POSITIVE_FLOATS = ("optim.lr", "optim.eps", "optim.decay_factor", "optim.clip_grad_norm")
 NON_NEGATIVE_FLOATS = ("optim.weight_decay", "optim.warmup_start")
 CHOICES = {"optim.name": tuple(OPTIMIZERS), "optim.schedule": SCHEDULES}

@@ -31,6 +31,7 @@ from lra_kit.train.config_schema import (
     load_config_file,
     merge_dict,
     set_value,
+    with_defaults,
 )
 from lra_kit.train.paper_configs import (
     ATTENTION_OPTIONS,
@@ -213,4 +214,4 @@ def from_dict(values: dict) -> ExperimentConfig:
 __all__ = ["CHOSEN_BY_FLAGS", "CIFAR10", "CONNECTION", "COPY", "DataConfig", "ExperimentConfig", "LM_TASKS",
            "LRA_TASKS", "LUNA_LRA", "MNIST", "MOMENTUM_LRA", "OptimConfig", "PRESETS", "SCALES", "SMALL", "TASKS",
            "TrainConfig", "apply_overrides", "format_config", "from_dict", "get_config", "load_config_file",
-           "merge_dict", "set_value", "validate"]
+           "merge_dict", "set_value", "validate", "with_defaults"]

@@ -7,9 +7,8 @@
     RUN_DIR/results.json    the keys of docs/design.md §5 Results format + the curves (written at the end)
     RUN_DIR/.lock           held while a trainer uses the directory (see lra_kit.train.lock)
 
-Data order is a function of (seed, epoch) only: epoch e visits a permutation drawn from a
-generator seeded with (seed, e), in global batches of ``data.batch_size``; rank r of N takes
-its slice of every batch, split further into ``train.accumulate`` micro-batches. The
+Data order is a function of (seed, epoch) only (lra_kit.train.batches: a seeded permutation
+per epoch, optionally grouped by length with ``data.bucket``). The
 position (epoch, batches done) is checkpointed, so a restarted run reads exactly the
 batches the killed run would have read, and dropout draws from the restored RNG states.
 
@@ -37,9 +36,11 @@ from lra_kit.data.registry import task_spec
 from lra_kit.errors import ConfigError, OutputPathError, RunDirectoryError
 from lra_kit.models import build_model, bits_per_dim
 from lra_kit.results import git_commit, make_results, write_results
+from lra_kit.train.batches import EpochBatches, item_lengths
 from lra_kit.train.checkpoint import (
     FORMAT, TRAINING_KEYS, atomic_save, atomic_write_text, load_checkpoint, rng_state, set_rng_state,
 )
+from lra_kit.train.config_schema import with_defaults
 from lra_kit.train.configs import ExperimentConfig, format_config, validate
 from lra_kit.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, local_device
 from lra_kit.train.lock import run_directory_lock
@@ -78,27 +79,6 @@ class TaskLoss(nn.Module):
         ce = F.cross_entropy(logits, labels, reduction="sum")
         return {"loss": ce / labels.numel(), "loss_sum": ce.detach(), "correct": (logits.argmax(-1) == labels).sum(),
                 "count": torch.tensor(labels.numel(), device=labels.device)}
-
-
-class EpochBatches:
-    """The batches of one epoch from ``start`` on: lists of indices for this rank (a ``batch_sampler``)."""
-
-    def __init__(self, n: int, *, seed: int, epoch: int, global_batch: int, micro: int, rank: int, world: int,
-                 start: int = 0):
-        g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-        self.perm = torch.randperm(n, generator=g).tolist()
-        self.global_batch, self.micro, self.rank, self.world, self.start = global_batch, micro, rank, world, start
-        self.batches = n // global_batch  # drop_last, so every step sees a full batch
-
-    def __iter__(self):
-        per_rank = self.global_batch // self.world
-        for b in range(self.start, self.batches):
-            mine = self.perm[b * self.global_batch + self.rank * per_rank:][:per_rank]
-            for m in range(0, per_rank, self.micro):
-                yield mine[m:m + self.micro]
-
-    def __len__(self) -> int:
-        return (self.batches - self.start) * (self.global_batch // self.world // self.micro)
 
 
 def _to(batch: dict, device: torch.device) -> dict:
@@ -223,6 +203,15 @@ class Trainer:
                           num_workers=self.cfg.data.num_workers, pin_memory=self.device.type == "cuda",
                           generator=torch.Generator().manual_seed(0))
 
+    def epoch_batches(self, epoch: int, start: int = 0) -> EpochBatches:
+        """The training batches of ``epoch`` from batch ``start`` on, for this rank (grouped by length when
+        ``data.bucket`` > 0)."""
+        train, cfg = self.datasets["train"], self.cfg
+        lengths = item_lengths(train) if cfg.data.bucket else None
+        return EpochBatches(len(train), seed=cfg.train.seed, epoch=epoch, global_batch=cfg.data.batch_size,
+                            micro=self.micro, rank=self.dist.rank, world=self.dist.world_size, start=start,
+                            lengths=lengths, bucket=cfg.data.bucket)
+
     # -- files ----------------------------------------------------------------------------------
     def path(self, name: str) -> str:
         return os.path.join(self.out_dir, name)
@@ -250,8 +239,8 @@ class Trainer:
             return False
         # map_location="cpu": the RNG states must stay CPU tensors; load_state_dict moves the rest
         ckpt = load_checkpoint(path, map_location="cpu", required=TRAINING_KEYS)
-        if ckpt["config"] != self.cfg.to_dict():
-            saved = json.loads(json.dumps(ckpt["config"], default=str))
+        if ckpt["config"] != self.cfg.to_dict():  # a checkpoint from before a field existed has its default
+            saved = json.loads(json.dumps(with_defaults(ckpt["config"]), default=str))
             now = json.loads(json.dumps(self.cfg.to_dict(), default=str))
             if saved != now:
                 raise RunDirectoryError(f"{self.out_dir} holds a run with a different config; give another --out "
@@ -410,9 +399,7 @@ class Trainer:
         wall_before = self.state["wall_s"]
         self.train_module.train()
         while self.state["step"] < t.steps:
-            sampler = EpochBatches(len(train), seed=t.seed, epoch=self.state["epoch"], global_batch=cfg.data.batch_size,
-                                   micro=self.micro, rank=self.dist.rank, world=self.dist.world_size,
-                                   start=self.state["batch_in_epoch"])
+            sampler = self.epoch_batches(self.state["epoch"], start=self.state["batch_in_epoch"])
             batches = iter(self._loader(train, sampler))
             for _ in range(sampler.batches - self.state["batch_in_epoch"]):
                 self.train_step(batches)
