@@ -16,13 +16,17 @@ verdict says the spread is not known.
 MNIST (Katharopoulos et al. §4.2.1, Table 1; Nguyen et al. §4.2, Table 2), :func:`mnist_claims`: linear
 attention's bits/dim within the papers' gap of softmax's, and the momentum variants below linear's.
 
+LRA (Nguyen et al. §4.3, Table 4; Ma et al. §4.1, Table 1), :func:`lra_claims`: on one task, the order the
+papers' tables give two attentions (momentum and adaptive momentum above linear; softmax against linear;
+Luna-16 against linear and softmax), measured on test accuracy with the same rule (:func:`lower`).
+
 Every verdict is computed here from the records, never written in advance.
 """
 from __future__ import annotations
 
 import math
 
-from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, MOMENTUM_TABLE2
+from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, LUNA_TABLE1, MOMENTUM_TABLE2, MOMENTUM_TABLE4
 from lra_kit.results import spread, steps_to_loss
 from lra_kit.viz.results import mean_range
 
@@ -31,7 +35,18 @@ from lra_kit.viz.results import mean_range
 SOFTMAX = "softmax"
 LINEAR = "linear"
 MOMENTUM_VARIANTS = ("momentum", "momentum + connection", "adaptive momentum")
+LUNA = "luna"
+# The LRA orders the papers' tables give (lra_claims): in one paper's table, (our label, its row) against (our
+# label, its row); the LRA page labels momentum with the adaptive connection "adaptive momentum".
+LRA_PAIRS = (
+    ("Nguyen et al.", MOMENTUM_TABLE4, (MOMENTUM_VARIANTS[0], "Momentum transformer"), (LINEAR, "Linear")),
+    ("Nguyen et al.", MOMENTUM_TABLE4, (MOMENTUM_VARIANTS[2], "Adaptive momentum transformer"), (LINEAR, "Linear")),
+    ("Nguyen et al.", MOMENTUM_TABLE4, (SOFTMAX, "Softmax"), (LINEAR, "Linear")),
+    ("Ma et al.", LUNA_TABLE1, (LUNA, "Luna-16"), (LINEAR, "Linear Trans.")),
+    ("Ma et al.", LUNA_TABLE1, (LUNA, "Luna-16"), (SOFTMAX, "Transformer")),
+)
 WITHIN = 1.1  # "reaches" and "does as well": at most 10 % above the other's test loss
+TIE = 0.5  # LRA: a paper's gap under half a point is no order (Text's test set alone has 0.3 points of noise)
 
 
 def verdict(ok: bool, seeds: tuple[int, ...] = ()) -> str:
@@ -144,4 +159,30 @@ def mnist_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
     return claims
 
 
-__all__ = ["LINEAR", "MOMENTUM_VARIANTS", "SOFTMAX", "WITHIN", "lower", "measure_copy", "mnist_claims", "verdict"]
+def lra_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
+    """The orders of :data:`LRA_PAIRS` on the LRA ``task`` (e.g. ``"text"``), measured on ``runs`` (label →
+    recorded seeds), as ``(claim, measured, verdict)`` rows: "a above b" holds where b's test accuracy is
+    :func:`lower`. A pair waits for its attentions. A gap under :data:`TIE` points in the paper is no order to
+    test: the row says so (the standard error of a 64 % accuracy on 25,000 test reviews is 0.3 points)."""
+    runs = {label: rs for label, rs in runs.items() if rs}
+    acc = {label: spread(100 * r["metrics"]["test"]["accuracy"] for r in rs) for label, rs in runs.items()}
+    claims = []
+    for paper, table, (a, row_a), (b, row_b) in LRA_PAIRS:
+        column = next(c for c in table.columns if c.lower().startswith(task))
+        pa, pb = table.value(row_a, column), table.value(row_b, column)
+        (hi, p_hi), (lo, p_lo) = ((a, pa), (b, pb)) if pa > pb else ((b, pb), (a, pa))
+        claim = f"{hi} above {lo} ({paper} {table.table}: {p_hi:.2f} against {p_lo:.2f})"
+        if p_hi - p_lo < TIE:
+            claims.append((f"{a} against {b} ({paper} {table.table}: {pa:.2f} against {pb:.2f})", "–",
+                           f"no order to test: the paper's gap is under {TIE} points"))
+            continue
+        missing = [x for x in (hi, lo) if x not in runs]
+        if missing:
+            claims.append((claim, "–", "waits for: " + ", ".join(missing)))
+            continue
+        claims.append((claim, f"{mean_range(acc[hi], 1)} against {mean_range(acc[lo], 1)}", lower(acc[lo], acc[hi])))
+    return claims
+
+
+__all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "lower", "lra_claims",
+           "measure_copy", "mnist_claims", "verdict"]
