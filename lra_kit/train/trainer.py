@@ -18,6 +18,7 @@ directory is locked against a second trainer, and temporary files of killed writ
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -203,11 +204,16 @@ class Trainer:
                           num_workers=self.cfg.data.num_workers, pin_memory=self.device.type == "cuda",
                           generator=torch.Generator().manual_seed(0))
 
+    @functools.cached_property
+    def train_lengths(self) -> np.ndarray:
+        """Each training example's length, read once: the training set does not change during a run."""
+        return item_lengths(self.datasets["train"])
+
     def epoch_batches(self, epoch: int, start: int = 0) -> EpochBatches:
         """The training batches of ``epoch`` from batch ``start`` on, for this rank (grouped by length when
         ``data.bucket`` > 0)."""
         train, cfg = self.datasets["train"], self.cfg
-        lengths = item_lengths(train) if cfg.data.bucket else None
+        lengths = self.train_lengths if cfg.data.bucket else None
         return EpochBatches(len(train), seed=cfg.train.seed, epoch=epoch, global_batch=cfg.data.batch_size,
                             micro=self.micro, rank=self.dist.rank, world=self.dist.world_size, start=start,
                             lengths=lengths, bucket=cfg.data.bucket)
