@@ -88,3 +88,17 @@ def test_smoke_dataset_and_sample_grid_artifact(tmp_path, monkeypatch, tmp_path_
                        tmp_path_factory.getbasetemp() / "pathfinder_samples.png")
     assert grid.stat().st_size > 1000
     print(f"Pathfinder sample grid: {grid}")
+
+
+def test_count_splits_the_first_images_of_the_generated_set(tmp_path, monkeypatch):
+    """``count`` images are the first ``count`` of the scale's set (an image depends on its index only)."""
+    monkeypatch.setenv("LRA_KIT_CACHE", str(tmp_path))
+    monkeypatch.setenv("LRA_KIT_DATA", str(tmp_path / "nothing"))
+    full, _ = generate(PathfinderConfig(contour_length=DIFFICULTIES["hard"][1]), 100, workers=1, progress=False)
+    test = load("pathfinder", "test", scale="smoke", count=100, workers=1, progress=False)
+    keep = split_indices(100, "test")
+    assert len(test) == 10 and test.metadata["count"] == 100
+    assert np.array_equal(test.sequences.values.reshape(10, 32, 32), full[keep])
+    for bad in (0, 9, 2.5, True, "100"):
+        with pytest.raises(ValueError, match="count must be an int >= 10"):
+            load("pathfinder", "test", scale="smoke", count=bad, progress=False)

@@ -185,21 +185,26 @@ PRESETS = {
     # generated, so 6,000 steps at batch 16 are one epoch, each expression seen once; batches grouped by
     # length (pools of 50 batches): a random batch of 16 pads to 1,780 tokens on average where its
     # expressions average 1,030; grouped, a softmax step is 2.7 times faster on average (docs/budget.md).
+    # Pathfinder: the first 100,000 of LRA's 200,000 generated images (80,000 / 10,000 / 10,000), since 6,000
+    # steps at batch 16 see 96,000 examples (1.2 epochs) and generating an image costs 0.022 s on one core
+    # (37 core-minutes for 100,000, where the 200,000 would cost 74 for images never trained on).
     "lra-cpu-2h": dict(
-        base="paper", tasks=("text", "listops"),
+        base="paper", tasks=("text", "listops", "pathfinder"),
         values={**_LRA_CPU_VALUES, "optim.warmup_steps": 500, "train.steps": 6_000, "train.eval_every": 500,
                 "train.eval_batches": 32, "train.log_every": 50},
         per_task={"text": {"data.options": {"max_length": 1024, "val_source": "holdout"}},
-                  "listops": {"data.bucket": 50}},
-        shrunk=("6,000 steps at batch 16 instead of 20,000 (Text) or 5,000 (ListOps) at batch 32; lr 1e-3 with "
-                "500 warmup steps then linear decay to 0 instead of 1e-4 (OneCycle, 8,000 warmup steps for Text, "
-                "1,000 for ListOps); dev = 32 batches (512 examples) per evaluation; no attention dropout; no AMP; "
+                  "listops": {"data.bucket": 50},
+                  "pathfinder": {"data.options": {"count": 100_000}}},
+        shrunk=("6,000 steps at batch 16 instead of 20,000 (Text) or 5,000 (ListOps) at batch 32, or 62,400 at "
+                "batch 256 (Pathfinder); lr 1e-3 with 500 warmup steps then linear decay to 0 instead of 1e-4 "
+                "(OneCycle, 8,000 warmup steps for Text, 1,000 for ListOps, 312 for Pathfinder); dev = 32 batches (512 examples) per evaluation; no attention dropout; no AMP; "
                 "Luna uses the same 2-layer d 64 model instead of Luna Table 7's per-task models; "
                 "Text: truncated to 1,024 bytes instead of 4,000, dev = 2,500 reviews held out of the training set "
                 "(train keeps 22,500) instead of the test set; "
                 "ListOps: generated with LRA's procedure (96,000 / 2,000 / 2,000 expressions of 500-2,000 tokens), "
                 "one epoch, batches of similar length (pools of 50 batches sorted by length, in random order) "
-                "instead of every batch padded to 2,000 tokens"),
+                "instead of every batch padded to 2,000 tokens; "
+                "Pathfinder: 100,000 generated images (80,000 / 10,000 / 10,000, 1.2 epochs) instead of 200,000"),
     ),
     # The copy task until linear attention has converged (Katharopoulos Fig. 2 trains 10,000 steps of a 4-layer
     # d 256 model; this 2-layer d 64 model at lr 3e-3 is still learning at 2,000). The cpu scale's recipe with

@@ -147,20 +147,27 @@ def official_arrays(folder: Path, *, progress: bool = True) -> tuple[np.ndarray,
 
 def load_pathfinder(split: str, *, scale: str | None = None, difficulty: str = "hard", source: str = "auto",
                     seed: int = 0, split_seed: int = 0, compat: str | None = None, root: str | Path | None = None,
-                    workers: int | None = None, progress: bool = True) -> SequenceClassificationDataset:
+                    workers: int | None = None, progress: bool = True,
+                    count: int | None = None) -> SequenceClassificationDataset:
     """Pathfinder-32 ``split`` as pixel sequences (label 1 = the two markers are connected).
 
     ``root``: a folder in the official layout to read (e.g. written by ``generate``);
     otherwise ``source`` chooses between the LRA release and the generator.
+    ``count``: how many images to split 80/10/10 (default the scale's, ``SCALE_COUNTS``); generated
+    images depend only on their index, so ``count`` images are the first ``count`` of any larger set.
     """
     check_split(split)
     scale = get_scale(scale)
     check_difficulty(difficulty)
+    if count is None:
+        count = SCALE_COUNTS[scale]
+    elif isinstance(count, bool) or not isinstance(count, int) or count < 10:
+        raise ValueError(f"count must be an int >= 10 (images to split 80/10/10), got {count!r}")
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     options = compat_options(compat)
     metadata = {"task": "pathfinder", "scale": scale, "difficulty": difficulty, "split_seed": split_seed,
-                "compat": compat, "lossy": False}
+                "count": count, "compat": compat, "lossy": False}
     folder = None
     if root is not None:
         folder = Path(root) / "pathfinder32" / DIFFICULTIES[difficulty][0]
@@ -174,11 +181,11 @@ def load_pathfinder(split: str, *, scale: str | None = None, difficulty: str = "
                                    fix=f"{fetch_command('lra')}, or use source='generated'")
     if folder is not None:
         images, labels = official_arrays(folder, progress=progress)
-        n = min(len(labels), SCALE_COUNTS[scale])
+        n = min(len(labels), count)
         images, labels = images[:n], labels[:n]
         metadata.update(source="official" if root is None else "layout", folder=str(folder))
     else:
-        images, labels, cfg = generated_arrays(difficulty, SCALE_COUNTS[scale], seed, workers=workers,
+        images, labels, cfg = generated_arrays(difficulty, count, seed, workers=workers,
                                                progress=progress)
         metadata.update(source="generated", generator=cfg.as_dict())
     keep = split_indices(len(labels), split, split_seed=split_seed)
