@@ -11,11 +11,16 @@ import torch
 from lra_kit.attention import attention_names, attention_spec, build_attention
 from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.viz.trained import (
+    aligned_fraction,
     aligned_weight,
     attention_weights,
+    best_lookup_head,
     copy_lookup_share,
+    held_out_attention_maps,
+    layer_lookup_share,
     layer_update_ratios,
     train_copy_model,
+    trained_attention_maps,
 )
 
 
@@ -98,3 +103,48 @@ def test_aligned_weight_and_initial_model():
                                                                      b["model"].state_dict().values(), strict=True))
     ratios = layer_update_ratios(a["model"], a["ids"])
     assert ratios.shape == (len(a["model"].encoder.layers) - 1, *a["ids"].shape) and (ratios > 0).all()
+
+
+def _causal_uniform(n: int) -> torch.Tensor:
+    return torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1)[:, None]
+
+
+def test_best_lookup_head_follows_the_weight_on_the_aligned_key_not_a_tie_in_argmax_share():
+    """Two heads whose argmax falls one word back for the same 2 of 4 queries: a tie on the share. Head 1 puts
+    most of its weight on the aligned key, head 0 hardly any; the choice must be head 1, whatever the heads'
+    order, and whatever its rows sum to (momentum's and causal Luna's do not sum to one)."""
+    w, n = 4, 10
+    rows = torch.arange(w + 1, 2 * w + 1)
+    weak, strong = _causal_uniform(n), torch.zeros(n, n)
+    weak[rows[:2], rows[:2] - w] += 0.5                    # argmax aligned for queries 1-2, small fraction
+    strong[rows, rows - w] = 0.45                          # a large fraction on every query ...
+    strong[rows[2:], rows[2:] - 1] = 0.55                  # ... but the argmax elsewhere for queries 3-4
+    strong[rows[:2], 0] = 0.1
+    assert copy_lookup_share(weak, w) == copy_lookup_share(strong, w) == 0.5
+    for maps, want in (([torch.stack([weak, strong])], 1), ([torch.stack([strong, weak])], 0),
+                       ([torch.stack([weak, weak]), torch.stack([weak, 6.0 * strong])], 3)):
+        layer, head, share = best_lookup_head(maps, w)
+        assert maps[0].shape[0] * layer + head == want and share == 0.5, (layer, head)
+    assert torch.allclose(aligned_fraction(6.0 * strong, w), aligned_fraction(strong, w))
+    assert aligned_fraction(strong, w).item() > 0.4 > 0.3 > aligned_fraction(weak, w).item()
+    # maps of several samples: (samples, heads, N, N)
+    assert best_lookup_head([torch.stack([weak, strong])[None].expand(3, -1, -1, -1)], w)[:2] == (0, 1)
+
+
+def test_layer_lookup_share_counts_the_heads_together():
+    w, n = 4, 10
+    rows = torch.arange(w + 1, 2 * w + 1)
+    first, second = _causal_uniform(n), _causal_uniform(n)
+    first[rows[:2], rows[:2] - w] = 1.0
+    second[rows[2:], rows[2:] - w] = 1.0
+    assert copy_lookup_share(first, w) == copy_lookup_share(second, w) == 0.5
+    assert layer_lookup_share(torch.stack([first, second]), w) == 1.0
+    assert layer_lookup_share(torch.stack([first, first]), w) == 0.5
+
+
+def test_held_out_maps_hold_every_sample_and_sample_zero_is_the_figures():
+    run = train_copy_model("linear", steps=5, word_length=4, scale="smoke")
+    held = held_out_attention_maps(run)
+    one = trained_attention_maps(run)
+    assert len(held) == len(one) and held[0].shape == (run["ids"].shape[0], *one[0].shape)
+    assert all(torch.allclose(h[0], o) for h, o in zip(held, one, strict=True))

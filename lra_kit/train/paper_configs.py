@@ -197,7 +197,8 @@ PRESETS = {
                   "pathfinder": {"data.options": {"count": 100_000}}},
         shrunk=("6,000 steps at batch 16 instead of 20,000 (Text) or 5,000 (ListOps) at batch 32, or 62,400 at "
                 "batch 256 (Pathfinder); lr 1e-3 with 500 warmup steps then linear decay to 0 instead of 1e-4 "
-                "(OneCycle, 8,000 warmup steps for Text, 1,000 for ListOps, 312 for Pathfinder); dev = 32 batches (512 examples) per evaluation; no attention dropout; no AMP; "
+                "(OneCycle, 8,000 warmup steps for Text, 1,000 for ListOps, 312 for Pathfinder); dev = 32 batches "
+                "(512 examples) per evaluation; no attention dropout; no AMP; "
                 "Luna uses the same 2-layer d 64 model instead of Luna Table 7's per-task models; "
                 "Text: truncated to 1,024 bytes instead of 4,000, dev = 2,500 reviews held out of the training set "
                 "(train keeps 22,500) instead of the test set; "

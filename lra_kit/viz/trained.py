@@ -265,22 +265,61 @@ def trained_attention_maps(run: dict, sample: int = 0) -> list[torch.Tensor]:
             for layer, x in zip(model.encoder.layers, attention_inputs(model, ids), strict=True)]
 
 
+def held_out_attention_maps(run: dict) -> list[torch.Tensor]:
+    """Per layer, the (samples, heads, N, N) weights of ``run["model"]`` on its whole held-out batch (64 copies):
+    what a head is measured on, so that its statistics do not rest on one sample's w queries."""
+    model, ids = run["model"], run["ids"]
+    return [attention_weights(layer.attn, x, getattr(layer, "p", None))
+            for layer, x in zip(model.encoder.layers, attention_inputs(model, ids), strict=True)]
+
+
+def _second_copy(word_length: int) -> torch.Tensor:
+    """The second copy's queries i = w+1 … 2w, each predicting token i+1, which sits at i − w in the first copy."""
+    return torch.arange(word_length + 1, 2 * word_length + 1)
+
+
 def copy_lookup_share(weights: torch.Tensor, word_length: int) -> float:
-    """Share of second-copy queries i (predicting token i+1) whose argmax key is i − w, one word length back."""
-    rows = torch.arange(word_length + 1, 2 * word_length + 1)
+    """Share of second-copy queries i (predicting token i+1) whose argmax key is i − w, one word length back
+    (over every leading dimension: samples, heads)."""
+    rows = _second_copy(word_length)
     return (weights[..., rows, :].argmax(-1) == rows - word_length).double().mean().item()
 
 
 def aligned_weight(weights: torch.Tensor, word_length: int) -> torch.Tensor:
     """Mean weight that second-copy queries i put on key i − w, the aligned position ((..., N, N) -> (...))."""
-    rows = torch.arange(word_length + 1, 2 * word_length + 1)
+    rows = _second_copy(word_length)
     return weights[..., rows, rows - word_length].mean(-1)
 
 
+def aligned_fraction(weights: torch.Tensor, word_length: int) -> torch.Tensor:
+    """Mean fraction of each second-copy query's total weight that falls on key i − w ((..., N, N) -> (...)).
+
+    The same as :func:`aligned_weight` where rows sum to one (softmax, linear); momentum's rows sum to their
+    momentum multiplier and causal Luna's to no fixed value, so heads are compared on this fraction."""
+    rows = _second_copy(word_length)
+    return (weights[..., rows, rows - word_length] / weights[..., rows, :].sum(-1)).mean(-1)
+
+
 def best_lookup_head(maps: list[torch.Tensor], word_length: int) -> tuple[int, int, float]:
-    """(layer, head, share) of the head whose argmax most often falls one word length back."""
-    shares = [(ell, h, copy_lookup_share(m[h], word_length)) for ell, m in enumerate(maps) for h in range(m.shape[0])]
-    return max(shares, key=lambda s: s[2])
+    """(layer, head, share): the head that puts the largest fraction of its weight one word length back
+    (:func:`aligned_fraction`, averaged over the maps' samples), and how often its argmax falls there
+    (:func:`copy_lookup_share`). ``maps``: per layer, (heads, N, N) or (samples, heads, N, N).
+
+    Chosen on the fraction, a continuous measure, not on the argmax share: over w = 12 queries the share
+    takes 13 values, heads tie on it, and a tie broken by the heads' order picked a head that does not
+    look up (causal Luna, chapter 7)."""
+    fractions = [(ell, h, aligned_fraction(m[..., h, :, :], word_length).mean().item())
+                 for ell, m in enumerate(maps) for h in range(m.shape[-3])]
+    ell, h, _ = max(fractions, key=lambda s: s[2])
+    return ell, h, copy_lookup_share(maps[ell][..., h, :, :], word_length)
+
+
+def layer_lookup_share(layer_maps: torch.Tensor, word_length: int) -> float:
+    """Share of second-copy queries for which at least one head of the layer puts its argmax on key i − w:
+    the look-up done by the layer's heads together. ``layer_maps``: (heads, N, N) or (samples, heads, N, N)."""
+    rows = _second_copy(word_length)
+    hits = layer_maps[..., rows, :].argmax(-1) == rows - word_length  # (..., heads, w)
+    return hits.any(-2).double().mean().item()
 
 
 def draw_init_vs_trained(initial: list[torch.Tensor], trained: list[torch.Tensor], word_length: int,
