@@ -62,7 +62,11 @@ BOOK_DATA ?= mnist imdb
 data: $(VENV)/.test
 	$(PY) -m lra_kit data ensure $(BOOK_DATA)
 
-## make nbval: every text notebook, converted with jupytext, run by `pytest --nbval-lax` at smoke scale
+## make nbval: every text notebook, converted with jupytext, run by `pytest --nbval-lax` at smoke scale.
+## The pages' checks on trained models must hold on every CPU: PyTorch's kernels round differently with the
+## instruction set (AVX-512, AVX2, none), which changes a trained model in its last bits, and once picked a
+## different attention head in chapter 7. `ATEN_CPU_CAPABILITY=avx2 make nbval` (or `=default`, and
+## `make book` the same way) runs the pages as a CPU without AVX-512 would.
 nbval: $(VENV)/.test data
 	rm -rf $(NBVAL_DIR)
 	mkdir -p $(NBVAL_DIR)/book $(NBVAL_DIR)/notebooks
