@@ -132,3 +132,21 @@ def test_a_checkpoint_from_before_a_config_field_resumes(tmp_path, copy_data, mo
 
     with pytest.raises(RunDirectoryError, match="different config"):
         Trainer(bucketed(2), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+
+
+def test_a_reworded_source_resumes(tmp_path, copy_data, monkeypatch):
+    """``source`` says where the values come from; a run checkpointed before its wording changed resumes."""
+    from lra_kit.train.checkpoint import atomic_save, load_checkpoint
+
+    run_dir = str(tmp_path / "run")
+    with monkeypatch.context() as patch:
+        kill_after(patch, 5)
+        with pytest.raises(Killed):
+            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
+    path = os.path.join(run_dir, "checkpoint.pt")
+    ckpt = load_checkpoint(path)
+    ckpt["config"]["source"] = "an older wording of where the values come from"
+    atomic_save(ckpt, path)
+    messages = []
+    Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
+    assert any("resuming from the checkpoint at step 4" in m for m in messages)

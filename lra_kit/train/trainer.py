@@ -246,8 +246,9 @@ class Trainer:
         # map_location="cpu": the RNG states must stay CPU tensors; load_state_dict moves the rest
         ckpt = load_checkpoint(path, map_location="cpu", required=TRAINING_KEYS)
         if ckpt["config"] != self.cfg.to_dict():  # a checkpoint from before a field existed has its default
-            saved = json.loads(json.dumps(with_defaults(ckpt["config"]), default=str))
-            now = json.loads(json.dumps(self.cfg.to_dict(), default=str))
+            # ``source`` only tells the reader where the values come from: rewording it changes no training
+            saved = json.loads(json.dumps(with_defaults(ckpt["config"]) | {"source": ""}, default=str))
+            now = json.loads(json.dumps(self.cfg.to_dict() | {"source": ""}, default=str))
             if saved != now:
                 raise RunDirectoryError(f"{self.out_dir} holds a run with a different config; give another --out "
                                         "(or delete the directory) to start a new run")
