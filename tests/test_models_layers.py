@@ -220,3 +220,23 @@ def test_structure_follows_the_registry_flags_not_the_name(monkeypatch):
     assert configs.get_config("copy", "packed", "smoke").model.norm == "post"
     with pytest.raises(ConfigError, match="connection must be 'residual' with packed"):
         configs.get_config("copy", "packed", "smoke", connection="adaptive")
+
+
+@pytest.mark.parametrize("embed_scale", [False, True])
+def test_embed_scale_keeps_the_token_beside_its_sinusoidal_position(embed_scale):
+    """Beside sinusoids (±1), tokens at N(0, 0.02) are drowned: after the embedding LayerNorm two different
+    tokens at one position look alike. Scaled as Luna's LRA encoder scales them, they do not; and Luna's
+    initial P is on the same scale as the tokens, its rows told apart by their positions."""
+    cfg = ModelConfig(attention="luna", norm="post", final_norm=False, embed_norm=True, position="sinusoidal",
+                      pooling="cls", embed_scale=embed_scale, d_model=64, luna_length=8, dropout=0.0)
+    torch.manual_seed(0)
+    model = build_model(cfg, kind="classification", vocab_size=200, num_classes=2, max_length=32)
+    x = model.embed(torch.arange(1, 101).view(100, 1))  # 100 tokens, each at position 0
+    cos = torch.nn.functional.cosine_similarity(x[:50, 0], x[50:, 0], dim=-1).mean()
+    p = model.encoder.initial_p()
+    if embed_scale:
+        assert cos < 0.5, cos
+        assert torch.allclose(p.norm(dim=-1), x[0, 0].norm(), rtol=0.05)  # LayerNorm'd like the tokens
+    else:
+        assert cos > 0.99, cos
+        assert p.norm(dim=-1).max() < 2.0  # N(0, 1/d) rows: norm about 1, an eighth of a token's

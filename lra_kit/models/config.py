@@ -31,6 +31,10 @@ class ModelConfig:
     norm: str = "pre"                   # "pre" (Nystromformer LRA code) | "post" (Luna, fast-transformers)
     final_norm: bool = True             # a LayerNorm after the last layer
     embed_norm: bool = False            # a LayerNorm after the embeddings (Luna's LRA encoder)
+    # Luna's LRA encoder (fairseq-apollo LunaLRAEncoder): tokens N(0, d^-1/2) times sqrt(d), on the scale of the
+    # sinusoids; Luna's initial P likewise, plus its own sinusoids and LayerNorm. False: tokens N(0, 0.02)
+    # (Nystromformer LRA code), which beside sinusoidal positions leaves the tokens ~3 % of the stream
+    embed_scale: bool = False
     position: str = "learned"
     # Momentum connection (Nguyen et al. eq. 15, docs/design.md §6.3): x + γ̃·V̂ + β̃·(x_ℓ − x_{ℓ−1})
     connection: str = "residual"
@@ -59,6 +63,8 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"model.{name} must be a positive int, got {value!r}")
+        if not isinstance(self.embed_scale, bool):
+            raise ValueError(f"model.embed_scale must be True or False, got {self.embed_scale!r}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"model.{name} must be in [0, 1), got {getattr(self, name)!r}")

@@ -25,6 +25,9 @@ class Embeddings(nn.Module):
     ``position``: ``learned`` (Nystromformer LRA code: learned table, N(0, 0.02) like the tokens),
     ``sinusoidal`` (added), ``sinusoidal_concat`` (the copy-task code of Katharopoulos et al.:
     d/2 token features concatenated with d/2 sinusoids), ``none``.
+
+    ``embed_scale``: tokens drawn N(0, d^−½) and multiplied by √d (Vaswani et al. §3.4; fairseq-apollo
+    ``LunaLRAEncoder``), so a token weighs as much as its position; otherwise N(0, 0.02).
     """
 
     def __init__(self, cfg: ModelConfig, num_embeddings: int, max_length: int):
@@ -32,7 +35,8 @@ class Embeddings(nn.Module):
         self.position, self.max_length = cfg.position, max_length
         d_tok = cfg.d_model // 2 if cfg.position == "sinusoidal_concat" else cfg.d_model
         self.tokens = nn.Embedding(num_embeddings, d_tok)
-        nn.init.normal_(self.tokens.weight, std=0.02)
+        self.scale = math.sqrt(d_tok) if cfg.embed_scale else 1.0
+        nn.init.normal_(self.tokens.weight, std=d_tok ** -0.5 if cfg.embed_scale else 0.02)
         if cfg.position == "learned":
             self.positions = nn.Embedding(max_length, cfg.d_model)
             nn.init.normal_(self.positions.weight, std=0.02)
@@ -47,7 +51,7 @@ class Embeddings(nn.Module):
         n = input_ids.shape[1]
         if offset + n > self.max_length:
             raise ValueError(f"sequence of length {offset + n} exceeds max_length={self.max_length}")
-        x = self.tokens(input_ids)
+        x = self.tokens(input_ids) * self.scale
         if self.position == "learned":
             x = x + self.positions(torch.arange(offset, offset + n, device=x.device))
         elif self.position == "sinusoidal":

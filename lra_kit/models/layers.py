@@ -28,6 +28,7 @@ x_{ℓ+1} = LN(h' + FFN(h')), h' = LN(h), with V̂ = Attn(x).
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, NamedTuple
 
 import torch
@@ -35,6 +36,7 @@ import torch.nn as nn
 
 from lra_kit.attention import attention_spec, build_attention
 from lra_kit.models.config import ModelConfig, attention_kwargs
+from lra_kit.models.embeddings import sinusoids
 
 
 def adaptive_momentum(
@@ -222,7 +224,9 @@ class Encoder(nn.Module):
     """N layers (+ the final LayerNorm); the momentum carry and Luna's P flow from layer to layer.
 
     Non-causal Luna starts from a learned P (``p0``, l × d; Luna §3, "initial P as learned
-    embeddings", N(0, d^−½) like the official ``projected_embeddings``).
+    embeddings", N(0, d^−½) like the official ``projected_embeddings``). With ``embed_scale`` it is embedded
+    as the tokens are (fairseq-apollo ``LunaLRAEncoder``): P₀ = LN_P(√d·p0 + sinusoids), the LayerNorm
+    only with ``embed_norm`` and the sinusoids only with ``position="sinusoidal"``.
     """
 
     def __init__(self, cfg: ModelConfig, *, causal: bool = False):
@@ -237,10 +241,23 @@ class Encoder(nn.Module):
         if carries_p and not causal:
             self.p0 = nn.Parameter(torch.randn(cfg.luna_length, cfg.d_model) * cfg.d_model ** -0.5)
             self.p_drop = nn.Dropout(cfg.dropout)
+            if cfg.embed_scale:
+                positions = sinusoids(cfg.luna_length, cfg.d_model) if cfg.position == "sinusoidal" else None
+                self.register_buffer("p_positions", positions, persistent=False)
+                self.p_norm = nn.LayerNorm(cfg.d_model) if cfg.embed_norm else nn.Identity()
+
+    def initial_p(self) -> torch.Tensor | None:
+        """Luna's P before the first layer, (l, d), before dropout; None for every other attention."""
+        if self.p0 is None or not self.cfg.embed_scale:
+            return self.p0
+        p = self.p0 * math.sqrt(self.cfg.d_model)
+        if self.p_positions is not None:
+            p = p + self.p_positions.to(p.dtype)
+        return self.p_norm(p)
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None):
         """(batch, n, d) → (x, p): p is the final packed sequence for non-causal Luna, else None."""
-        p = None if self.p0 is None else self.p_drop(self.p0.expand(x.shape[0], -1, -1))
+        p = None if self.p0 is None else self.p_drop(self.initial_p().expand(x.shape[0], -1, -1))
         carry = Carry()
         for layer in self.layers:
             x, carry, p = layer(x, carry, p, key_padding_mask)

@@ -94,7 +94,7 @@ def _lra_config(task: str, attention: str, scale: str) -> ExperimentConfig:
         model = ModelConfig(attention="luna", attention_options=_attention_options(task, "luna"), layers=t["layers"],
                             d_model=t["d"], n_heads=t["heads"], d_ff=t["ff"], dropout=t["dropout"],
                             attention_dropout=t["attn_dropout"], norm="post", final_norm=False, embed_norm=True,
-                            position="sinusoidal", pooling=t["pooling"], luna_length=LUNA_P_LENGTH)
+                            embed_scale=True, position="sinusoidal", pooling=t["pooling"], luna_length=LUNA_P_LENGTH)
         optim = OptimConfig(name="adam", lr=t["lr"], betas=(0.9, 0.98), eps=1e-8, weight_decay=t["wd"],
                             schedule="inverse_sqrt", warmup_steps=t["warmup"], warmup_start=1e-7)
         e = MOMENTUM_LRA[task]  # Luna's evaluation cadence is not published: use the LRA code's
