@@ -112,20 +112,26 @@ def test_record_names_the_code_each_process_trained_with(tmp_path, copy_data, mo
     assert results["commits"] == [{"from_step": 0, "commit": "first"}, {"from_step": 4, "commit": "second"}]
 
 
-def test_a_checkpoint_from_before_a_config_field_resumes(tmp_path, copy_data, monkeypatch):
-    """A run checkpointed by code that had no ``data.bucket`` resumes (the field's default is what it did); one
-    checkpointed with another value of it is refused."""
+def _stopped_run_with_saved_config(run_dir, copy_data, monkeypatch, edit) -> None:
+    """A tiny run stopped after its step-4 checkpoint, whose saved config ``edit`` then changes in place (as code
+    of another version would have saved it)."""
     from lra_kit.train.checkpoint import atomic_save, load_checkpoint
 
-    run_dir = str(tmp_path / "old")
     with monkeypatch.context() as patch:
         kill_after(patch, 5)
         with pytest.raises(Killed):
             Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
     path = os.path.join(run_dir, "checkpoint.pt")
     ckpt = load_checkpoint(path)
-    del ckpt["config"]["data"]["bucket"]
+    edit(ckpt["config"])
     atomic_save(ckpt, path)
+
+
+def test_a_checkpoint_from_before_a_config_field_resumes(tmp_path, copy_data, monkeypatch):
+    """A run checkpointed by code that had no ``data.bucket`` resumes (the field's default is what it did); one
+    checkpointed with another value of it is refused."""
+    run_dir = str(tmp_path / "old")
+    _stopped_run_with_saved_config(run_dir, copy_data, monkeypatch, lambda config: config["data"].pop("bucket"))
     messages = []
     Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step 4" in m for m in messages)
@@ -136,17 +142,9 @@ def test_a_checkpoint_from_before_a_config_field_resumes(tmp_path, copy_data, mo
 
 def test_a_reworded_source_resumes(tmp_path, copy_data, monkeypatch):
     """``source`` says where the values come from; a run checkpointed before its wording changed resumes."""
-    from lra_kit.train.checkpoint import atomic_save, load_checkpoint
-
     run_dir = str(tmp_path / "run")
-    with monkeypatch.context() as patch:
-        kill_after(patch, 5)
-        with pytest.raises(Killed):
-            Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=quiet).run()
-    path = os.path.join(run_dir, "checkpoint.pt")
-    ckpt = load_checkpoint(path)
-    ckpt["config"]["source"] = "an older wording of where the values come from"
-    atomic_save(ckpt, path)
+    _stopped_run_with_saved_config(run_dir, copy_data, monkeypatch,
+                                   lambda config: config.update(source="an older wording of where values come from"))
     messages = []
     Trainer(tiny_copy_config(), run_dir, datasets=copy_data, progress=False, log=messages.append).run()
     assert any("resuming from the checkpoint at step 4" in m for m in messages)
