@@ -51,3 +51,18 @@ def test_without_cuda_it_says_so(tmp_path, capsys):
         pytest.skip("a CUDA device is present")
     assert gpu_check.main(["--out", str(tmp_path / "c"), "--only", "b"]) == 2
     assert "needs a CUDA device" in capsys.readouterr().err
+
+
+def test_only_runs_the_steps_in_the_order_named_and_refuses_unknown_ones(tmp_path):
+    plan = gpu_check.steps(tmp_path)
+    assert [s.name for s in gpu_check.order(plan, ["c1", "a2", "c1"])] == ["c1", "a2"]
+    assert gpu_check.order(plan, None) == plan
+    with pytest.raises(ValueError, match="unknown steps.*zz"):
+        gpu_check.order(plan, ["a1", "zz"])
+
+
+def test_a_step_is_cut_to_the_time_the_run_has_left(tmp_path):
+    c1 = next(s for s in gpu_check.steps(tmp_path, lengths=(1024, 4096)) if s.name == "c1")
+    assert c1.argv[c1.argv.index("--lengths") + 1:][:3] == ("1024", "4096", "--sdpa-backend")
+    assert gpu_check.timeout_s(c1) == gpu_check.STEP_LIMIT_S
+    assert gpu_check.timeout_s(c1, left_s=100.7) == 100

@@ -16,7 +16,10 @@ d1–d3  200 copy-task steps with AMP (bf16) and torch.compile: linear, momentum
 e      the paper-scale copy task (Katharopoulos §4.1) with linear attention, as many steps as 8 minutes allow,
        recorded under results/copy-paper/
 
-``--dry-run`` prints the commands and the time budget without running anything (tested on CPU).
+``--dry-run`` prints the commands and the time budget without running anything (tested on CPU). ``--only`` runs
+the steps named, in the order named; ``--time-limit S`` fits the run into S seconds (each step's timeout is cut to
+what is left, and a step with under 30 s left is skipped and recorded as such), for a lease shorter than 25 minutes;
+``--lengths`` replaces the benchmark's lengths.
 """
 from __future__ import annotations
 
@@ -44,8 +47,8 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def steps(out: Path, python: str = sys.executable) -> list[Step]:
-    """The campaign's commands, writing into ``out``."""
+def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] = LENGTHS) -> list[Step]:
+    """The campaign's commands, writing into ``out``; ``lengths`` are the benchmark's (c1, c2)."""
     out = Path(out)
     py = (python,)
     tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py")
@@ -58,7 +61,7 @@ def steps(out: Path, python: str = sys.executable) -> list[Step]:
     result.append(Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
                        ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
                         *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 60))
-    bench = (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, LENGTHS))
+    bench = (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, lengths))
     result.append(Step("c1", "attention benchmark 1K-64K, SDPA flash, Triton, flash-linear-attention",
                        (*bench, "--sdpa-backend", "flash", "--json", str(out / "attention-flash.json")), 400))
     result.append(Step("c2", "SDPA on cuDNN's backend, same shapes",
@@ -107,19 +110,35 @@ def sanitizer_case() -> None:
     print("sanitizer case done")
 
 
-def timeout_s(step: Step) -> int:
-    """A step is stopped at 1.25 × its budget, never later than 8 minutes."""
-    return min(STEP_LIMIT_S, int(1.25 * step.budget_s))
+MIN_STEP_S = 30
 
 
-def run_step(step: Step, out: Path) -> dict:
+def timeout_s(step: Step, left_s: float | None = None) -> int:
+    """A step is stopped at 1.25 × its budget, never later than 8 minutes nor after the ``left_s`` the run has."""
+    limit = min(STEP_LIMIT_S, int(1.25 * step.budget_s))
+    return limit if left_s is None else min(limit, int(left_s))
+
+
+def order(plan: list[Step], only: list[str] | None) -> list[Step]:
+    """The steps named in ``only``, in the order named (every step, in the campaign's order, when None)."""
+    if only is None:
+        return plan
+    by_name = {s.name: s for s in plan}
+    unknown = [name for name in only if name not in by_name]
+    if unknown:
+        raise ValueError(f"--only: unknown steps {unknown}; valid: {', '.join(by_name)}")
+    return [by_name[name] for name in dict.fromkeys(only)]
+
+
+def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
     env = dict(os.environ, **dict(step.env))
+    limit = timeout_s(step, left_s)
     start = time.perf_counter()
     try:
-        done = subprocess.run(step.argv, capture_output=True, text=True, env=env, timeout=timeout_s(step))
+        done = subprocess.run(step.argv, capture_output=True, text=True, env=env, timeout=limit)
         rc, text = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as e:
-        rc, text = 124, f"timed out after {timeout_s(step)} s\n" + str(e.stdout or "")[-4000:]
+        rc, text = 124, f"timed out after {limit} s\n" + str(e.stdout or "")[-4000:]
     except FileNotFoundError as e:
         rc, text = 127, str(e)
     record = {"step": step.name, "what": step.what, "command": shlex.join(step.argv), "env": dict(step.env),
@@ -133,6 +152,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="folder for every step's JSON (created)")
     parser.add_argument("--only", nargs="+", default=None, help="run only these steps (e.g. a2 c1)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and their budgets; run nothing")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="seconds for the whole run: steps are cut to what is left, skipped under 30 s")
+    parser.add_argument("--lengths", type=int, nargs="+", default=None, help="the benchmark's lengths (c1, c2)")
     parser.add_argument("--sanitizer-case", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sanitizer_case:
@@ -140,13 +162,16 @@ def main(argv=None) -> int:
         return 0
     if args.out is None:
         parser.error("--out DIR is required")
-    plan = steps(args.out)
+    if args.time_limit is not None and args.time_limit <= 0:
+        parser.error(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
+    if args.lengths is not None and min(args.lengths) < 1:
+        parser.error(f"--lengths must be positive, got {args.lengths}")
+    plan = steps(args.out, lengths=tuple(args.lengths) if args.lengths else LENGTHS)
     check_budget(plan)
-    if args.only:
-        unknown = set(args.only) - {s.name for s in plan}
-        if unknown:
-            parser.error(f"--only: unknown steps {sorted(unknown)}; valid: {', '.join(s.name for s in plan)}")
-        plan = [s for s in plan if s.name in args.only]
+    try:
+        plan = order(plan, args.only)
+    except ValueError as e:
+        parser.error(str(e))
     if args.dry_run:
         for step in plan:
             env = " ".join(f"{k}={v}" for k, v in step.env)
@@ -160,13 +185,21 @@ def main(argv=None) -> int:
         print("gpu-check needs a CUDA device (use --dry-run to see the commands)", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    failed = []
+    failed, skipped = [], []
+    start = time.perf_counter()
     for step in plan:
-        record = run_step(step, args.out)
+        left = None if args.time_limit is None else args.time_limit - (time.perf_counter() - start)
+        if left is not None and left < MIN_STEP_S:
+            skipped.append(step.name)
+            (args.out / f"{step.name}.json").write_text(json.dumps(
+                {"step": step.name, "what": step.what, "skipped": f"{left:.0f} s left of --time-limit"}, indent=1))
+            print(f"[{step.name}] skipped: {left:.0f} s left", flush=True)
+            continue
+        record = run_step(step, args.out, left)
         print(f"[{step.name}] rc {record['rc']} in {record['wall_s']} s: {step.what}", flush=True)
         if record["rc"] != 0:
             failed.append(step.name)
-    print(f"wrote {args.out}; failed: {', '.join(failed) or 'none'}")
+    print(f"wrote {args.out}; failed: {', '.join(failed) or 'none'}; skipped: {', '.join(skipped) or 'none'}")
     return 1 if failed else 0
 
 
