@@ -1,4 +1,6 @@
 """The GPU campaign's plan, checked on a CPU: its commands, their budgets and where they write (nothing runs)."""
+import sys
+
 import pytest
 
 from lra_kit.bench import gpu_check
@@ -66,3 +68,12 @@ def test_a_step_is_cut_to_the_time_the_run_has_left(tmp_path):
     assert c1.argv[c1.argv.index("--lengths") + 1:][:3] == ("1024", "4096", "--sdpa-backend")
     assert gpu_check.timeout_s(c1) == gpu_check.STEP_LIMIT_S
     assert gpu_check.timeout_s(c1, left_s=100.7) == 100
+
+
+def test_a_step_stopped_at_its_limit_keeps_the_output_it_printed(tmp_path):
+    code = "print('halfway', flush=True); import time; time.sleep(30)"
+    step = gpu_check.Step("x", "prints, then outlives its limit", (sys.executable, "-c", code), 60)
+    record = gpu_check.run_step(step, tmp_path, left_s=2)
+    assert record["rc"] == 124
+    assert "halfway" in record["output_tail"] and "timed out after 2 s" in record["output_tail"]
+    assert "halfway" in (tmp_path / "x.log").read_text()

@@ -133,12 +133,15 @@ def order(plan: list[Step], only: list[str] | None) -> list[Step]:
 def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
     env = dict(os.environ, **dict(step.env))
     limit = timeout_s(step, left_s)
+    # the output goes to a file, not a pipe, so that a step stopped at its limit still shows how far it got
+    log = out / f"{step.name}.log"
     start = time.perf_counter()
     try:
-        done = subprocess.run(step.argv, capture_output=True, text=True, env=env, timeout=limit)
-        rc, text = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, text = 124, f"timed out after {limit} s\n" + str(e.stdout or "")[-4000:]
+        with log.open("w") as sink:
+            done = subprocess.run(step.argv, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env, timeout=limit)
+        rc, text = done.returncode, log.read_text(errors="replace")
+    except subprocess.TimeoutExpired:
+        rc, text = 124, log.read_text(errors="replace") + f"\ntimed out after {limit} s"
     except FileNotFoundError as e:
         rc, text = 127, str(e)
     record = {"step": step.name, "what": step.what, "command": shlex.join(step.argv), "env": dict(step.env),
