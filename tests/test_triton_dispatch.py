@@ -98,6 +98,10 @@ def test_interpreted_kernels_run_after_compiled_ones_were_imported(tmp_path):
     import subprocess
     import sys
 
+    from lra_kit.attention.triton.switch import interpreter_problem
+
+    if (problem := interpreter_problem()) is not None:
+        pytest.skip(problem)
     code = """
 import os, torch
 os.environ.pop("TRITON_INTERPRET", None)
@@ -135,3 +139,30 @@ def test_torch_compile_over_the_triton_path(monkeypatch):
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
     for a, b in zip(leaves, ref_leaves, strict=True):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_an_interpreter_that_cannot_run_the_kernels_is_named_not_met_midway(monkeypatch):
+    """Where Triton's interpreter cannot loop to a run-time bound (Triton 3.6 with NumPy >= 2.4), the attention says
+    so, naming the versions, instead of failing inside a kernel with NumPy's message."""
+    from lra_kit.attention.triton import switch
+
+    import triton
+
+    if tuple(int(x) for x in triton.__version__.split(".")[:2]) >= (3, 9):
+        # an interpreter known to run the kernels passes the probe: a probe that always failed would skip them all
+        assert switch.interpreter_problem() is None
+
+    class Probe:  # the probe kernel as Triton 3.6's interpreter runs it under NumPy >= 2.4
+        def __getitem__(self, grid):
+            def launch(out, n):
+                raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+            return launch
+
+    monkeypatch.setattr(switch, "_kernels", lambda interpret: type("Kernels", (), {"loop_bound_probe_kernel": Probe()}))
+    problem = switch.interpreter_problem.__wrapped__()
+    assert "cannot loop to a run-time bound" in problem and "LRA_KIT_TRITON=0" in problem
+    monkeypatch.setattr(switch, "interpreter_problem", lambda: problem)
+    monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+    q, k, v, _ = _inputs(4)
+    with pytest.raises(switch.InterpreterUnsupported, match="cannot loop to a run-time bound"):
+        linear_attention(q, k, v, causal=True)

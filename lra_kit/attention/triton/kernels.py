@@ -33,6 +33,16 @@ import triton.language as tl
 
 
 @triton.jit
+def loop_bound_probe_kernel(out_ptr, n):
+    """Stores ``n`` by counting to it: a loop to a run-time bound, as ``chunk_states_kernel`` has. Run once under
+    the interpreter (:func:`lra_kit.attention.triton.switch.interpreter_problem`), before any real kernel."""
+    total = 0
+    for _ in range(n):
+        total += 1
+    tl.store(out_ptr, total)
+
+
+@triton.jit
 def _load_rows(ptr, bh, N, rows, inside, cols, width):
     """Rows ``rows`` (C,) of one (batch·head)'s (N, width) matrix, columns ``cols``, zero outside; as float32."""
     return tl.load(ptr + (bh * N + rows[:, None]) * width + cols[None, :],

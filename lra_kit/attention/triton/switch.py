@@ -84,6 +84,38 @@ def _kernels(interpret: bool):
     return module
 
 
+class InterpreterUnsupported(RuntimeError):
+    """Triton's interpreter, as installed, cannot run this package's kernels (:func:`interpreter_problem`)."""
+
+
+@functools.cache
+def interpreter_problem() -> str | None:
+    """None where Triton's interpreter runs this package's kernels, else why it cannot.
+
+    Every state kernel loops to a run-time bound (the number of chunks). The interpreter passes such an
+    argument as a one-element NumPy array, and Triton 3.6's interpreter turns it into a loop bound with
+    ``int()``, which NumPy refuses ("only 0-dimensional arrays can be converted to Python scalars"; seen with
+    Triton 3.6.0 and NumPy 2.4.6 on a CPU, and 2.5.2 on the H200). Triton 3.9's interpreter squeezes the array
+    first. The probe asks the interpreter itself rather than comparing version numbers."""
+    import numpy as np
+    import triton
+
+    out = torch.zeros(1, dtype=torch.int32)
+    try:
+        _kernels(True).loop_bound_probe_kernel[(1,)](out, 3)
+    except Exception as e:  # noqa: BLE001 - any failure of the interpreter is the answer
+        return (f"Triton {triton.__version__}'s interpreter cannot loop to a run-time bound with NumPy "
+                f"{np.__version__} ({e!r}); the interpreted kernels need a Triton whose interpreter can "
+                "(3.9 can) or a NumPy that still converts a one-element array (before 2.4); "
+                "or set LRA_KIT_TRITON=0 for the PyTorch path")
+    if int(out) != 3:
+        return f"Triton {triton.__version__}'s interpreter counted to {int(out)}, not 3, in a loop to a run-time bound"
+    return None
+
+
 def kernels_for(tensor: torch.Tensor):
-    """The kernels for ``tensor``: compiled for a CUDA tensor, interpreted for any other (LRA_KIT_TRITON=interpret)."""
+    """The kernels for ``tensor``: compiled for a CUDA tensor, interpreted for any other (LRA_KIT_TRITON=interpret);
+    :class:`InterpreterUnsupported` where the interpreter cannot run them (:func:`interpreter_problem`)."""
+    if not tensor.is_cuda and (problem := interpreter_problem()) is not None:
+        raise InterpreterUnsupported(problem)
     return _kernels(not tensor.is_cuda)
