@@ -160,3 +160,28 @@ def test_methods_that_cannot_run_here_are_refused_up_front(monkeypatch):
         run([32], device="cpu", methods=["sdpa_causal", "linear_triton"], progress=False)
     with pytest.raises(ValueError, match="flash-linear-attention"):
         run([32], device="cpu", methods=["sdpa_causal", "fla_linear"], progress=False)
+
+
+def test_the_json_is_written_after_each_length(tmp_path, monkeypatch):
+    """A GPU run stopped at its time limit keeps the lengths it finished: the JSON holds each length as it ends."""
+    from lra_kit.bench import attention
+
+    path = tmp_path / "bench.json"
+    seen = []
+    real_run = attention.run
+
+    def run_and_look(*args, on_length=None, **kwargs):
+        def look(result):
+            on_length(result)
+            seen.append(json.loads(path.read_text())["config"]["lengths"])
+        return real_run(*args, on_length=look, **kwargs)
+
+    monkeypatch.setattr(attention, "run", run_and_look)
+    assert main(["--lengths", "32", "48", "--repeats", "1", "--heads", "1", "--dim", "8", "--device", "cpu",
+                 "--methods", "sdpa_causal", "linear_causal", "--no-prefill", "--json", str(path)]) == 0
+    assert seen == [[32], [32, 48]]
+    rows = json.loads(path.read_text())["metrics"]["rows"]
+    assert [(r["length"], r["method"]) for r in rows] == [(32, "sdpa_causal"), (32, "linear_causal"),
+                                                        (48, "sdpa_causal"), (48, "linear_causal")]
+    assert all(r["peak_bytes"] > 0 and r["warmup_s"] >= 0 for r in rows)
+    assert rows[1]["speedup_vs_sdpa"] > 0

@@ -11,7 +11,8 @@ def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
     assert gpu_check.main(["--out", str(out), "--dry-run"]) == 0
     text = capsys.readouterr().out
     plan = gpu_check.steps(out)
-    assert [s.name for s in plan] == ["a1", "a2", "a3", "b", "c1", "c2", "d1", "d2", "d3", "e"]
+    # correctness first, then a compiled training step, then speed: a lease cut short keeps what matters most
+    assert [s.name for s in plan] == ["a1", "a2", "b", "d1", "d2", "d3", "c1", "c2", "c3", "a3", "e"]
     for step in plan:
         assert f"[{step.name}]" in text
         assert step.budget_s <= gpu_check.STEP_LIMIT_S and gpu_check.timeout_s(step) <= gpu_check.STEP_LIMIT_S
@@ -25,6 +26,9 @@ def test_every_step_writes_into_the_named_folder(tmp_path):
     for name in ("a1", "c1", "c2", "d1"):
         assert str(out) in by_name[name], name
     assert "--sdpa-backend flash" in by_name["c1"] and "--sdpa-backend cudnn" in by_name["c2"]
+    # fla's kernels autotune on their first call: its rows are a step of their own, after ours
+    assert "fla_" not in by_name["c1"] and "linear_triton" in by_name["c1"]
+    assert "fla_linear" in by_name["c3"] and "linear_triton" in by_name["c3"] and "65536" not in by_name["c3"]
     assert "compute-sanitizer --tool memcheck" in by_name["b"]
     for name in ("d1", "d2", "d3"):
         assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
@@ -66,7 +70,7 @@ def test_only_runs_the_steps_in_the_order_named_and_refuses_unknown_ones(tmp_pat
 def test_a_step_is_cut_to_the_time_the_run_has_left(tmp_path):
     c1 = next(s for s in gpu_check.steps(tmp_path, lengths=(1024, 4096)) if s.name == "c1")
     assert c1.argv[c1.argv.index("--lengths") + 1:][:3] == ("1024", "4096", "--sdpa-backend")
-    assert gpu_check.timeout_s(c1) == gpu_check.STEP_LIMIT_S
+    assert gpu_check.timeout_s(c1) == int(1.25 * c1.budget_s)
     assert gpu_check.timeout_s(c1, left_s=100.7) == 100
 
 

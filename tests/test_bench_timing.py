@@ -31,3 +31,18 @@ def test_interleaved_times_runs_rounds_after_warmups():
 def test_bad_counts_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
         median_time(lambda: None, **kwargs)
+
+
+def test_warm_up_seconds_are_reported_per_callable():
+    """The first call of a GPU method compiles and autotunes its kernels: the warm-up is where a run's time can go."""
+    calls = {"slow": 0}
+
+    def slow_first():
+        calls["slow"] += 1
+        if calls["slow"] == 1:
+            time.sleep(0.2)
+
+    warmup_s = {}
+    times = interleaved_times({"slow": slow_first, "fast": lambda: None}, repeats=3, warmup_s=warmup_s)
+    assert set(warmup_s) == {"slow", "fast"} and warmup_s["slow"] >= 0.2 > warmup_s["fast"]
+    assert max(times["slow"]) < 0.2  # the warm-up call is not among the timed ones

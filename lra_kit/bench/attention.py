@@ -337,9 +337,11 @@ def io_bytes(method: str, *, batch: int, heads: int, length: int, dim: int, elem
 
 def run(
     lengths=None, *, batch=None, heads=None, dim=64, dtype=None, device=None, beta=0.6, luna_length=16,
-    repeats=5, methods=None, sdpa_backend=None, prefill=True, progress=True,
+    repeats=5, methods=None, sdpa_backend=None, prefill=True, progress=True, on_length=None,
 ) -> dict:
-    """Time every method at every length (interleaved), then prefill, then measure peak memory; return the table."""
+    """Time every method at every length (interleaved), then prefill, then measure peak memory; return the table.
+    ``on_length(result)``, when given, receives the table so far after each length (the command line writes its
+    JSON then, so that a run stopped at a time limit keeps the lengths it finished)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     default_lengths, default_batch, default_heads, default_dtype = DEFAULTS["cuda" if device.type == "cuda" else "cpu"]
     lengths = tuple(lengths or default_lengths)
@@ -366,6 +368,8 @@ def run(
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length,
                  sdpa_backend=sdpa_backend)
     jobs = [(N, m) for N in lengths for m in methods]
+    config = dict(device=device, batch=batch, heads=heads, dim=dim, dtype=dtype, beta=beta, luna_length=luna_length,
+                  repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth)
     rows, prefill_rows = [], []
     pre_methods = prefill_methods(methods) if prefill else ()
     bar = tqdm(total=len(jobs) + len(lengths) * len(pre_methods), desc="attention benchmark: time",
@@ -374,11 +378,14 @@ def run(
         # Rounds over all methods of one length, so that a burst of load elsewhere on the machine
         # hits every method alike instead of one method's repeats.
         steps = {m: make_step(m, N=N, device=device, **shape) for m in methods}
-        times = interleaved_times(steps, device, repeats=repeats)
+        warmup_s = {}
+        times = interleaved_times(steps, device, repeats=repeats, warmup_s=warmup_s)
         for method in methods:
             ts = times[method]
             rows.append({"length": N, "method": method, "median_s": statistics.median(ts),
-                         "spread_s": max(ts) - min(ts)})
+                         "spread_s": max(ts) - min(ts), "warmup_s": warmup_s[method]})
+        if progress:  # what compiling and autotuning cost, as it happens (a GPU run can be stopped at its limit)
+            bar.write(f"{N}: first call " + ", ".join(f"{m} {warmup_s[m]:.1f} s" for m in methods))
         bar.update(len(methods))
         del steps
         if pre_methods:
@@ -391,11 +398,18 @@ def run(
                                      "tokens_per_s": batch * N / median})
             bar.update(len(pre_methods))
             del steps
+        peaks = measure_peaks([(N, m) for m in methods], shape, device, progress)
+        for row, peak in zip(rows[-len(methods):], peaks, strict=True):
+            row["peak_bytes"] = peak
+        _add_ratios(rows, prefill_rows, batch=batch, heads=heads, dim=dim, element=element, bandwidth=bandwidth)
+        if on_length is not None:
+            on_length(_table(rows, prefill_rows, lengths[:lengths.index(N) + 1], **config))
     bar.close()
-    peaks = measure_peaks(jobs, shape, device, progress)
-    for row, peak in zip(rows, peaks, strict=True):
-        row["peak_bytes"] = peak
-    _add_ratios(rows, prefill_rows, batch=batch, heads=heads, dim=dim, element=element, bandwidth=bandwidth)
+    return _table(rows, prefill_rows, lengths, **config)
+
+
+def _table(rows, prefill_rows, lengths, *, device, batch, heads, dim, dtype, beta, luna_length, repeats, methods,
+           sdpa_backend, bandwidth) -> dict:
     return {
         "config": {"lengths": list(lengths), "batch": batch, "heads": heads, "dim": dim, "dtype": dtype,
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
@@ -555,10 +569,14 @@ def main_from_args(args: argparse.Namespace) -> int:
     if args.json:
         check_writable(args.json)  # before the run, not after it
     start = time.perf_counter()
+
+    def write_so_far(result):
+        write_json(result, args.json, time.perf_counter() - start)
+
     result = run(
         args.lengths, batch=args.batch, heads=args.heads, dim=args.dim, dtype=args.dtype, device=args.device,
         beta=args.beta, luna_length=args.luna_length, repeats=args.repeats, methods=args.methods,
-        sdpa_backend=args.sdpa_backend, prefill=not args.no_prefill,
+        sdpa_backend=args.sdpa_backend, prefill=not args.no_prefill, on_length=write_so_far if args.json else None,
     )
     for text in (format_table(result), format_prefill(result), format_ratios(result)):
         if text:

@@ -7,14 +7,20 @@
 Steps (each a subprocess with a hard timeout; ``DIR/<step>.json`` records its command, exit status, wall
 time and the tail of its output, beside whatever JSON the command itself writes):
 
-a1–a3  the CUDA tests (tests/test_attention_gpu.py, the Triton tests) with inputs in float32, bfloat16, float16
+a1, a2 the CUDA tests (tests/test_attention_gpu.py, the Triton tests) with inputs in float32, bfloat16
 b      ``compute-sanitizer --tool memcheck`` on a small odd-sized causal product with initial and final states
-c1     ``lra-kit bench attention --device cuda`` at 1K–64K, SDPA on its flash backend, with the Triton kernels
-       and flash-linear-attention (fla-core, a pure-Python wheel installed by the [test] extra, carried in .venv)
-c2     the same SDPA rows on cuDNN's backend
 d1–d3  200 copy-task steps with AMP (bf16) and torch.compile: linear, momentum, Luna
+c1     ``lra-kit bench attention --device cuda`` at 1K–64K, SDPA on its flash backend, the PyTorch path and the
+       Triton kernels (its JSON is rewritten after each length, so a step stopped at its limit keeps what it did)
+c2     the same SDPA rows on cuDNN's backend
+c3     the Triton kernels against flash-linear-attention's (fla-core, a pure-Python wheel: carry it) up to 16K
+a3     the CUDA tests with inputs in float16
 e      the paper-scale copy task (Katharopoulos §4.1) with linear attention, as many steps as 8 minutes allow,
        recorded under results/copy-paper/
+
+The steps run in that order (correctness first, then a compiled training step, then speed), so that a lease cut
+short keeps what matters most; a lease of 15 minutes, the machine's start included, fits about 8 minutes of steps:
+``--time-limit 480``.
 
 ``--dry-run`` prints the commands and the time budget without running anything (tested on CPU). ``--only`` runs
 the steps named, in the order named; ``--time-limit S`` fits the run into S seconds (each step's timeout is cut to
@@ -47,38 +53,61 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
 
 
+# c1: ours and SDPA; flash-linear-attention's rows are c3, because its kernels autotune on their first call
+# (dozens of configurations each) and on the H200 in session 27 that held the whole benchmark at its first length
+OURS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna", "linear_triton",
+        "momentum_triton")
+AGAINST_FLA = ("sdpa_causal", "linear_triton", "momentum_triton", "fla_linear", "fla_momentum_composed")
+
+
 def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] = LENGTHS) -> list[Step]:
-    """The campaign's commands, writing into ``out``; ``lengths`` are the benchmark's (c1, c2)."""
+    """The campaign's commands, writing into ``out``, in the order they run: what only a GPU can show first
+    (correctness, then a training step compiled, then speed), so that a lease cut short keeps the most.
+    ``lengths`` are the benchmark's (c1, c2; c3 takes those up to 16K). Budgets: measured on the H200 (session 27)
+    with a margin where a step ran, estimated where none has yet."""
     out = Path(out)
     py = (python,)
     tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py")
-    result = []
-    for i, dtype in enumerate(("float32", "bfloat16", "float16"), start=1):
-        result.append(Step(f"a{i}", f"CUDA tests, inputs in {dtype}",
-                           (*py, "-m", "pytest", "-q", "-m", "gpu or not gpu", *tests,
-                            f"--junitxml={out / f'a{i}-tests-{dtype}.xml'}"),
-                           90, (("LRA_KIT_GPU_TEST_DTYPE", dtype),)))
-    result.append(Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
-                       ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
-                        *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 60))
-    bench = (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, lengths))
-    result.append(Step("c1", "attention benchmark 1K-64K, SDPA flash, Triton, flash-linear-attention",
-                       (*bench, "--sdpa-backend", "flash", "--json", str(out / "attention-flash.json")), 400))
-    result.append(Step("c2", "SDPA on cuDNN's backend, same shapes",
-                       (*bench, "--sdpa-backend", "cudnn", "--methods", "sdpa_causal", "sdpa", "--no-prefill",
-                        "--json", str(out / "attention-cudnn.json")), 110))
-    for i, attention in enumerate(("linear", "momentum", "luna"), start=1):
-        result.append(Step(f"d{i}", f"copy task, 200 steps, AMP + torch.compile, {attention}",
-                           (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", attention,
-                            "--scale", "cpu", "--device", "cuda", "--no-progress",
-                            "--set", "train.steps=200", "--set", "train.amp=true", "--set", "train.compile=true",
-                            "--out", str(out / f"d-copy-{attention}"), "--record", "gpu-check",
-                            "--record-dir", str(out)), 110))
-    result.append(Step("e", "paper-scale copy task, linear attention, as many steps as fit",
-                       (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", "linear",
-                        "--scale", "paper", "--device", "cuda", "--no-progress", "--set", "train.steps=1500",
-                        "--out", str(out / "e-copy-paper-linear"), "--record", "copy-paper"), 330))
-    return result
+
+    def cuda_tests(i, dtype, budget):
+        return Step(f"a{i}", f"CUDA tests, inputs in {dtype}",
+                    (*py, "-m", "pytest", "-q", "-m", "gpu or not gpu", *tests,
+                     f"--junitxml={out / f'a{i}-tests-{dtype}.xml'}"),
+                    budget, (("LRA_KIT_GPU_TEST_DTYPE", dtype),))
+
+    def training(i, attention, budget):
+        return Step(f"d{i}", f"copy task, 200 steps, AMP + torch.compile, {attention}",
+                    (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", attention,
+                     "--scale", "cpu", "--device", "cuda", "--no-progress",
+                     "--set", "train.steps=200", "--set", "train.amp=true", "--set", "train.compile=true",
+                     "--out", str(out / f"d-copy-{attention}"), "--record", "gpu-check",
+                     "--record-dir", str(out)), budget)
+
+    def bench(name, what, backend, methods, at, budget, *extra):
+        return Step(name, what, (*py, "-m", "lra_kit.bench.attention", "--device", "cuda",
+                                 "--lengths", *map(str, at), "--sdpa-backend", backend, "--methods", *methods,
+                                 *extra, "--json", str(out / f"attention-{name}-{backend}.json")), budget)
+
+    return [
+        cuda_tests(1, "float32", 75),  # 55 s on the H200
+        cuda_tests(2, "bfloat16", 60),  # 31 s
+        Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
+             ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
+              *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 40),  # 20 s
+        training(1, "linear", 90),  # 67 s
+        training(2, "momentum", 60),  # 34 s
+        training(3, "luna", 60),
+        bench("c1", "attention benchmark, SDPA flash, PyTorch and Triton paths", "flash", OURS, lengths, 240),
+        bench("c2", "SDPA on cuDNN's backend, same shapes", "cudnn", ("sdpa_causal", "sdpa"), lengths, 110,
+              "--no-prefill"),
+        bench("c3", "the Triton kernels against flash-linear-attention's (which autotune first)", "flash",
+              AGAINST_FLA, tuple(n for n in lengths if n <= 16384), 300, "--no-prefill"),
+        cuda_tests(3, "float16", 60),
+        Step("e", "paper-scale copy task, linear attention, as many steps as fit",
+             (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", "linear",
+              "--scale", "paper", "--device", "cuda", "--no-progress", "--set", "train.steps=1500",
+              "--out", str(out / "e-copy-paper-linear"), "--record", "copy-paper"), 330),
+    ]
 
 
 def check_budget(plan: list[Step]) -> None:

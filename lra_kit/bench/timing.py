@@ -42,16 +42,21 @@ def _time_once(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def interleaved_times(
-    fns: dict[str, Callable[[], object]], device: torch.device | str | None = None, *, repeats: int = 5, warmup: int = 1
+    fns: dict[str, Callable[[], object]], device: torch.device | str | None = None, *, repeats: int = 5,
+    warmup: int = 1, warmup_s: dict[str, float] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds of each ``fns[name]()`` over ``repeats`` rounds, each round calling every callable once,
-    after ``warmup`` untimed calls of each (compilation, autotuning, allocator growth)."""
+    after ``warmup`` untimed calls of each (compilation, autotuning, allocator growth). ``warmup_s``, when given,
+    receives each callable's warm-up seconds: on a GPU, what compiling and autotuning its kernels cost."""
     _check(repeats, warmup)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    for fn in fns.values():
+    for name, fn in fns.items():
+        start = time.perf_counter()
         for _ in range(warmup):
             fn()
-    synchronize(device)
+        synchronize(device)
+        if warmup_s is not None:
+            warmup_s[name] = time.perf_counter() - start
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
