@@ -81,3 +81,17 @@ def test_a_step_stopped_at_its_limit_keeps_the_output_it_printed(tmp_path):
     assert record["rc"] == 124
     assert "halfway" in record["output_tail"] and "timed out after 2 s" in record["output_tail"]
     assert "halfway" in (tmp_path / "x.log").read_text()
+
+
+def test_summary_reads_each_step_and_counts_its_tests(tmp_path):
+    import json
+
+    (tmp_path / "a1.json").write_text(json.dumps({"step": "a1", "what": "tests", "rc": 1, "wall_s": 5.0}))
+    (tmp_path / "a1-tests-float32.xml").write_text(
+        '<testsuites><testsuite><testcase classname="tests.test_x" name="ok"/>'
+        '<testcase classname="tests.test_y" name="bad"><failure message="no"/></testcase>'
+        '<testcase classname="tests.test_x" name="later"><skipped/></testcase></testsuite></testsuites>')
+    (tmp_path / "c1.json").write_text(json.dumps({"step": "c1", "skipped": "10 s left of --time-limit"}))
+    (tmp_path / "copy-linear-cpu.json").write_text(json.dumps({"metrics": {}}))  # a training record: not a step
+    assert gpu_check.summary(tmp_path) == [{"step": "a1", "what": "tests", "rc": 1, "wall_s": 5.0, "passed": 1,
+                                            "failed": 1, "skipped": 1, "failed_in": ["test_y"]}]

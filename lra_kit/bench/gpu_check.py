@@ -179,6 +179,34 @@ def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
     return record
 
 
+def summary(folder: Path) -> list[dict]:
+    """One row per step recorded in ``folder`` (a campaign's DIR): step, what, exit status, wall seconds, and for
+    the test steps the counts their JUnit XML gives (passed, failed, skipped) and the test files that failed.
+    Steps that did not run (``--time-limit``) are left out."""
+    import xml.etree.ElementTree as ET
+
+    folder = Path(folder)
+    rows = []
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        if not {"step", "rc"} <= set(record):  # the training records beside the steps
+            continue
+        if "skipped" in record:
+            continue
+        row = {"step": record["step"], "what": record["what"], "rc": record["rc"], "wall_s": record["wall_s"]}
+        for xml in folder.glob(f"{record['step']}-tests-*.xml"):
+            counts, failed_in = {"passed": 0, "failed": 0, "skipped": 0}, set()
+            for case in ET.parse(xml).iter("testcase"):
+                tags = {child.tag for child in case}
+                outcome = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
+                counts[outcome] += 1
+                if outcome == "failed":
+                    failed_in.add(case.get("classname", "").rsplit(".", 1)[-1])
+            row.update(counts, failed_in=sorted(failed_in))
+        rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lra_kit.bench.gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="folder for every step's JSON (created)")
