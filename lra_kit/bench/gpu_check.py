@@ -173,8 +173,13 @@ def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
         rc, text = 124, log.read_text(errors="replace") + f"\ntimed out after {limit} s"
     except FileNotFoundError as e:
         rc, text = 127, str(e)
+    from lra_kit.results import git_commit
+
     record = {"step": step.name, "what": step.what, "command": shlex.join(step.argv), "env": dict(step.env),
-              "rc": rc, "wall_s": round(time.perf_counter() - start, 1), "output_tail": text[-6000:]}
+              "rc": rc, "wall_s": round(time.perf_counter() - start, 1), "output_tail": text[-6000:],
+              # the keys every record under results/ carries
+              "scale": "gpu-check", "device": "cuda", "commit": git_commit(),
+              "config": {"budget_s": step.budget_s, "timeout_s": limit}}
     (out / f"{step.name}.json").write_text(json.dumps(record, indent=1))
     return record
 
