@@ -4,7 +4,8 @@
 # (default: all four tasks; two shells with different tasks run side by side, one thread each).
 # For each task: every attention first, then that task's controls. A finished run is skipped.
 # PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION[@SEED]...]: the longer runs (no controls), e.g.
-# PRESET=lra-cpu-2h bash results/lra/record.sh text softmax softmax@1 linear; a seed other than 0 is in the record's name.
+# PRESET=lra-cpu-2h bash results/lra/record.sh text softmax softmax@1 linear; a seed other than 0 is in the record's name;
+# PRESET=lra-cpu-2h bash results/lra/record.sh listops first-64-tokens: softmax on each expression's first 64 tokens.
 set -u
 export OMP_NUM_THREADS=1
 run() {  # run TASK ATTENTION[@SEED] [--control NAME] [extra lra-kit train options...]
@@ -28,7 +29,13 @@ ATTENTIONS=(softmax linear performer momentum adaptive luna)
 if [ "$PRESET" != lra-cpu ]; then  # the longer runs: one task, the attentions named after it (default all)
     task=${1:?"PRESET=$PRESET needs a task"}; shift
     [ $# -gt 0 ] && ATTENTIONS=("$@")
-    for name in "${ATTENTIONS[@]}"; do run "$task" "$name"; done
+    for name in "${ATTENTIONS[@]}"; do
+        case $name in
+        first-64-tokens)  # the ListOps control: each expression cut to its first 64 tokens, its operator first
+            run "$task" softmax --control first-64-tokens --set data.options.max_length=64 ;;
+        *)  run "$task" "$name" ;;
+        esac
+    done
     exit 0
 fi
 tasks=("$@"); [ ${#tasks[@]} -eq 0 ] && tasks=(listops text image pathfinder)
