@@ -8,7 +8,8 @@ training set (for each first token, its most frequent label) and scores it on an
 can say how much of a model's accuracy this one token explains.
 
 ``python -m lra_kit.baselines --task listops --preset lra-cpu-2h --record-dir results/lra/baselines`` scores
-it on the data a preset's runs read and writes the record (``lra_kit.results`` format).
+it on the data a preset's runs read and writes the record (``lra_kit.results`` format); each ``--run RUN_DIR``
+adds a record of how far that trained run's answers agree with the rule (:func:`rule_agreement`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,24 @@ def _first_tokens(dataset: SequenceClassificationDataset, name: str) -> np.ndarr
     return dataset.sequences.values[dataset.sequences.offsets[:-1]].astype(np.int64) + dataset.id_offset
 
 
+def fit_first_token(train: SequenceClassificationDataset) -> tuple[dict[int, int], int]:
+    """``(rule, fallback)``: each first token's most frequent label in ``train``, and the most frequent label
+    overall (for a first token never seen); ties go to the smaller label."""
+    first, labels = _first_tokens(train, "train"), train.labels()
+
+    def most_frequent(values: np.ndarray) -> int:
+        counts = Counter(values.tolist())
+        return min(counts, key=lambda label: (-counts[label], label))
+
+    return {int(token): most_frequent(labels[first == token]) for token in np.unique(first)}, most_frequent(labels)
+
+
+def apply_first_token(rule: dict[int, int], fallback: int, dataset: SequenceClassificationDataset, *,
+                      name: str = "dataset") -> np.ndarray:
+    """The rule's answer for every example of ``dataset`` (called ``name`` in errors), in order."""
+    return np.array([rule.get(int(token), fallback) for token in _first_tokens(dataset, name)], dtype=np.int64)
+
+
 def first_token_rule(train: SequenceClassificationDataset, test: SequenceClassificationDataset) -> dict:
     """Fit "answer the most frequent training label of this first token" on ``train``; score it on ``test``.
 
@@ -41,18 +60,37 @@ def first_token_rule(train: SequenceClassificationDataset, test: SequenceClassif
     and ``majority``, the accuracy on ``test`` of always answering the most frequent training label (the
     rule's own floor).
     """
-    first, labels = _first_tokens(train, "train"), train.labels()
-    test_first, test_labels = _first_tokens(test, "test"), test.labels()
+    rule, fallback = fit_first_token(train)
+    predicted, labels = apply_first_token(rule, fallback, test, name="test"), test.labels()
+    return {"accuracy": float((predicted == labels).mean()), "count": int(len(labels)), "rule": rule,
+            "majority": float((labels == fallback).mean())}
 
-    def most_frequent(values: np.ndarray) -> int:
-        counts = Counter(values.tolist())
-        return min(counts, key=lambda label: (-counts[label], label))
 
-    overall = most_frequent(labels)
-    rule = {int(token): most_frequent(labels[first == token]) for token in np.unique(first)}
-    predicted = np.array([rule.get(int(token), overall) for token in test_first])
-    return {"accuracy": float((predicted == test_labels).mean()), "count": int(len(test_labels)), "rule": rule,
-            "majority": float((test_labels == overall).mean())}
+def rule_agreement(run_dir: str, split: str = "test") -> dict:
+    """How much of a trained classifier's answers the first-token rule explains, on ``split``.
+
+    The run's best weights (``lra_kit.train.runs.load_run``) answer every example of ``split``; the rule is
+    fitted on the run's own training set. Returns ``agreement`` (the fraction of examples where the model
+    and the rule give the same answer), both accuracies, and the model's accuracy where the rule is right
+    and where it is wrong: a model that had learned the rule and nothing else would agree everywhere and
+    score 0 where the rule is wrong.
+    """
+    from lra_kit.train.runs import load_run
+
+    trainer, checkpoint = load_run(run_dir)
+    data = trainer.datasets[split]
+    rule, fallback = fit_first_token(trainer.datasets["train"])
+    by_rule, by_model, labels = apply_first_token(rule, fallback, data), trainer.predict(split), data.labels()
+    rule_right = by_rule == labels
+
+    def share(mask: np.ndarray) -> float | None:
+        return float(mask.mean()) if mask.size else None
+
+    model_right = by_model == labels
+    return {"agreement": share(by_model == by_rule), "model_accuracy": share(model_right),
+            "rule_accuracy": share(rule_right), "model_accuracy_where_rule_right": share(model_right[rule_right]),
+            "model_accuracy_where_rule_wrong": share(model_right[~rule_right]), "count": int(len(labels)),
+            "rule_wrong_count": int((~rule_right).sum()), "checkpoint": checkpoint, "run": trainer.cfg.name}
 
 
 def record_first_token(task: str, preset: str, record_dir: str, splits=("val", "test")) -> str:
@@ -79,14 +117,36 @@ def record_first_token(task: str, preset: str, record_dir: str, splits=("val", "
     return write_results(record, os.path.join(record_dir, f"{task}-first-token-{preset}.json"))
 
 
+def record_rule_agreement(run_dir: str, preset: str, record_dir: str, split: str = "test") -> str:
+    """Write :func:`rule_agreement` of the run in ``run_dir`` (trained at ``preset``) as
+    ``<record_dir>/<run name>-first-token-agreement.json``; returns the path."""
+    from lra_kit.train.runs import run_config
+
+    cfg = run_config(run_dir)
+    if cfg.preset != preset:
+        raise ValueError(f"run_dir {run_dir} was trained at preset {cfg.preset!r}, not {preset!r}")
+    start = time.perf_counter()
+    metrics = {split: rule_agreement(run_dir, split)}
+    config = {"task": cfg.task, "preset": preset, "run_config": cfg.to_dict(), "split": split,
+              "rule": "most frequent training label of each first token", "fitted_on": "train"}
+    record = make_results(metrics=metrics, config=config, scale=preset, steps=cfg.train.steps, seed=cfg.train.seed,
+                          wall_s=time.perf_counter() - start, device="cpu", experiment="first-token rule agreement",
+                          task=cfg.task, attention=cfg.attention, connection=cfg.connection)
+    os.makedirs(record_dir, exist_ok=True)
+    return write_results(record, os.path.join(record_dir, f"{cfg.name}-first-token-agreement.json"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lra_kit.baselines", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="listops", help="a classification task (default listops)")
     parser.add_argument("--preset", required=True, help="the preset whose data to read, e.g. lra-cpu-2h")
     parser.add_argument("--record-dir", required=True, help="where the record is written")
+    parser.add_argument("--run", action="append", default=[], metavar="RUN_DIR",
+                        help="also record how far this trained run agrees with the rule (repeatable)")
     args = parser.parse_args(argv)
-    path = record_first_token(args.task, args.preset, args.record_dir)
-    print(f"[lra-kit] wrote {path}")
+    print(f"[lra-kit] wrote {record_first_token(args.task, args.preset, args.record_dir)}")
+    for run_dir in args.run:
+        print(f"[lra-kit] wrote {record_rule_agreement(run_dir, args.preset, args.record_dir)}")
     return 0
 
 

@@ -64,3 +64,22 @@ def test_the_record_names_its_data_and_scores_dev_and_test(tmp_path, monkeypatch
     train, test = (load_listops(s, scale="smoke", progress=False) for s in ("train", "test"))
     assert record["metrics"]["test"]["accuracy"] == first_token_rule(train, test)["accuracy"]
     assert set(record["metrics"]) == {"val", "test"}
+
+
+@pytest.mark.data
+def test_agreement_of_a_trained_run_reads_its_best_weights_and_its_data(tmp_path):
+    from lra_kit.baselines import rule_agreement
+    from lra_kit.data import load
+    from lra_kit.train.configs import apply_overrides, get_config
+    from lra_kit.train.trainer import Trainer
+
+    cfg = apply_overrides(get_config("listops", "linear", "smoke"), ["train.steps=6", "train.eval_every=3"])
+    results = Trainer(cfg, str(tmp_path / "run"), progress=False, log=lambda *a, **k: None).run()
+    scored = rule_agreement(str(tmp_path / "run"))
+    assert scored["checkpoint"] == "best.pt" and scored["count"] == results["metrics"]["test"]["count"]
+    assert scored["model_accuracy"] == pytest.approx(results["metrics"]["test"]["accuracy"])
+    train, test = (load("listops", s, scale="smoke") for s in ("train", "test"))
+    assert scored["rule_accuracy"] == first_token_rule(train, test)["accuracy"]
+    right, wrong = scored["model_accuracy_where_rule_right"], scored["model_accuracy_where_rule_wrong"]
+    n, n_wrong = scored["count"], scored["rule_wrong_count"]
+    assert right * (n - n_wrong) + wrong * n_wrong == pytest.approx(scored["model_accuracy"] * n)

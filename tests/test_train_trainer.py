@@ -64,3 +64,16 @@ def test_eval_batches_cover_the_split_in_order_or_sample_all_of_it():
     assert len(set(flat)) == 128 and max(flat) < 1000
     assert 0.3 < sum(labels[i] for i in flat) / 128 < 0.7  # both classes, where the first 128 hold one
     assert eval_batches(1000, 16, 8) == sample  # the same sample at every evaluation
+
+
+@pytest.mark.data
+def test_predict_gives_each_examples_answer_in_order(tmp_path, listops):
+    # untrained: a few steps of training make it answer one value everywhere, which no order could get wrong
+    trainer = Trainer(cfg_with(), str(tmp_path / "run"), datasets=listops, progress=False, log=quiet)
+    answers, labels = trainer.predict("test"), listops["test"].labels()
+    assert answers.shape == labels.shape and len(set(answers.tolist())) > 1  # an order to get wrong
+    assert (answers == labels).mean() == pytest.approx(trainer.evaluate("test")["accuracy"])
+    trainer.model.eval()
+    with torch.no_grad():
+        for i in range(len(labels)):  # one example at a time, unpadded: the same answer
+            assert int(trainer.model(listops["test"][i][0][None]).argmax()) == answers[i], i

@@ -290,6 +290,28 @@ class Trainer:
             metrics["bits_per_dim"] = bits_per_dim(loss_sum, int(count))
         return metrics
 
+    @torch.no_grad()
+    def predict(self, split: str) -> np.ndarray:
+        """The model's answer (the class of largest logit) for every example of ``split``, in the split's order.
+
+        For classification and retrieval tasks, on one process; ``evaluate`` scores the same answers.
+        """
+        if self.kind == "lm":
+            raise ValueError(f"predict answers classification tasks; {self.cfg.task!r} is language modelling")
+        if self.dist.world_size != 1:
+            raise ValueError("predict runs on one process; call it outside torchrun")
+        dataset = self.datasets[split]
+        size = self.cfg.data.eval_batch_size or self.cfg.data.batch_size
+        was_training = self.model.training
+        self.model.eval()
+        answers = []
+        for batch in self._loader(dataset, eval_batches(len(dataset), size, None)):
+            inputs = {k: v for k, v in _to(batch, self.device).items() if k != "labels"}
+            with self._autocast():
+                answers.append(self.model(**inputs).argmax(-1).cpu())
+        self.model.train(was_training)
+        return torch.cat(answers).numpy()
+
     def _is_better(self, metrics: dict) -> bool:
         key, higher = self.selection_metric()
         if self.state["best"] is None:
