@@ -8,8 +8,8 @@ training set (for each first token, its most frequent label) and scores it on an
 can say how much of a model's accuracy this one token explains.
 
 ``python -m lra_kit.baselines --task listops --preset lra-cpu-2h --record-dir results/lra/baselines`` scores
-it on the data a preset's runs read and writes the record (``lra_kit.results`` format); each ``--run RUN_DIR``
-adds a record of how far that trained run's answers agree with the rule (:func:`rule_agreement`).
+it on the data a preset's runs read and writes the record (``lra_kit.results`` format); with ``--run RUN_DIR``
+(repeatable) it records instead how far each trained run's answers agree with the rule (:func:`rule_agreement`).
 """
 from __future__ import annotations
 
@@ -142,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", required=True, help="the preset whose data to read, e.g. lra-cpu-2h")
     parser.add_argument("--record-dir", required=True, help="where the record is written")
     parser.add_argument("--run", action="append", default=[], metavar="RUN_DIR",
-                        help="also record how far this trained run agrees with the rule (repeatable)")
+                        help="record how far this trained run agrees with the rule instead (repeatable)")
     args = parser.parse_args(argv)
-    print(f"[lra-kit] wrote {record_first_token(args.task, args.preset, args.record_dir)}")
+    if not args.run:
+        print(f"[lra-kit] wrote {record_first_token(args.task, args.preset, args.record_dir)}")
     for run_dir in args.run:
         print(f"[lra-kit] wrote {record_rule_agreement(run_dir, args.preset, args.record_dir)}")
     return 0
