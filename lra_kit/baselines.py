@@ -80,17 +80,32 @@ def rule_agreement(run_dir: str, split: str = "test") -> dict:
     trainer, checkpoint = load_run(run_dir)
     data = trainer.datasets[split]
     rule, fallback = fit_first_token(trainer.datasets["train"])
-    by_rule, by_model, labels = apply_first_token(rule, fallback, data), trainer.predict(split), data.labels()
-    rule_right = by_rule == labels
+    scored = compare_with_rule(trainer.predict(split), apply_first_token(rule, fallback, data), data.labels(),
+                               _first_tokens(data, split))
+    return {**scored, "checkpoint": checkpoint, "run": trainer.cfg.name}
+
+
+def compare_with_rule(by_model: np.ndarray, by_rule: np.ndarray, labels: np.ndarray, first: np.ndarray) -> dict:
+    """Answers of a model and of the rule against the labels, overall and for each first token
+    (``by_first_token``: count, agreement, both accuracies); see :func:`rule_agreement`."""
+    by_model, by_rule, labels, first = map(np.asarray, (by_model, by_rule, labels, first))
+    if not by_model.shape == by_rule.shape == labels.shape == first.shape or by_model.ndim != 1:
+        raise ValueError(f"by_model, by_rule, labels and first must be 1-D of one length, got shapes {by_model.shape}, "
+                         f"{by_rule.shape}, {labels.shape}, {first.shape}")
 
     def share(mask: np.ndarray) -> float | None:
         return float(mask.mean()) if mask.size else None
 
-    model_right = by_model == labels
-    return {"agreement": share(by_model == by_rule), "model_accuracy": share(model_right),
-            "rule_accuracy": share(rule_right), "model_accuracy_where_rule_right": share(model_right[rule_right]),
+    model_right, rule_right, agree = by_model == labels, by_rule == labels, by_model == by_rule
+    per_token = {}
+    for token in np.unique(first):
+        at = first == token
+        per_token[int(token)] = {"count": int(at.sum()), "agreement": share(agree[at]),
+                                 "model_accuracy": share(model_right[at]), "rule_accuracy": share(rule_right[at])}
+    return {"agreement": share(agree), "model_accuracy": share(model_right), "rule_accuracy": share(rule_right),
+            "model_accuracy_where_rule_right": share(model_right[rule_right]),
             "model_accuracy_where_rule_wrong": share(model_right[~rule_right]), "count": int(len(labels)),
-            "rule_wrong_count": int((~rule_right).sum()), "checkpoint": checkpoint, "run": trainer.cfg.name}
+            "rule_wrong_count": int((~rule_right).sum()), "by_first_token": per_token}
 
 
 def record_first_token(task: str, preset: str, record_dir: str, splits=("val", "test")) -> str:

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from lra_kit.baselines import first_token_rule, main
+from lra_kit.baselines import compare_with_rule, first_token_rule, main
 from lra_kit.data.base import SequenceClassificationDataset
 from lra_kit.data.formats import listops as fmt
 from lra_kit.data.store.ragged import Ragged
@@ -83,3 +83,17 @@ def test_agreement_of_a_trained_run_reads_its_best_weights_and_its_data(tmp_path
     right, wrong = scored["model_accuracy_where_rule_right"], scored["model_accuracy_where_rule_wrong"]
     n, n_wrong = scored["count"], scored["rule_wrong_count"]
     assert right * (n - n_wrong) + wrong * n_wrong == pytest.approx(scored["model_accuracy"] * n)
+
+
+def test_comparison_with_the_rule_counts_each_case():
+    scored = compare_with_rule(by_model=[1, 2, 3, 4, 5], by_rule=[1, 2, 0, 0, 5], labels=[1, 0, 3, 4, 6],
+                               first=[11, 11, 12, 12, 12])
+    # same answer: 1st, 2nd, 5th; model right: 1st, 3rd, 4th; rule right: 1st
+    assert scored["agreement"] == 3 / 5 and scored["model_accuracy"] == 3 / 5 and scored["rule_accuracy"] == 1 / 5
+    assert scored["model_accuracy_where_rule_right"] == 1.0 and scored["model_accuracy_where_rule_wrong"] == 2 / 4
+    assert scored["rule_wrong_count"] == 4 and scored["count"] == 5
+    assert scored["by_first_token"] == {
+        11: {"count": 2, "agreement": 1.0, "model_accuracy": 0.5, "rule_accuracy": 0.5},
+        12: {"count": 3, "agreement": 1 / 3, "model_accuracy": 2 / 3, "rule_accuracy": 0.0}}
+    with pytest.raises(ValueError, match="by_model, by_rule, labels and first must be 1-D of one length"):
+        compare_with_rule([1, 2], [1], [1, 2], [3, 3])
