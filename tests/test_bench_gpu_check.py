@@ -81,7 +81,7 @@ def test_a_step_stopped_at_its_limit_keeps_the_output_it_printed(tmp_path):
     assert record["rc"] == 124
     assert "halfway" in record["output_tail"] and "timed out after 2 s" in record["output_tail"]
     assert "halfway" in (tmp_path / "x.log").read_text()
-    assert {"scale", "device", "commit", "config"} <= set(record)  # what every record under results/ carries
+    assert {"scale", "device", "git_commit", "config"} <= set(record)  # what every record under results/ carries
 
 
 def test_summary_reads_each_step_and_counts_its_tests(tmp_path):

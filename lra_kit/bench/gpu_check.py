@@ -178,7 +178,7 @@ def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
     record = {"step": step.name, "what": step.what, "command": shlex.join(step.argv), "env": dict(step.env),
               "rc": rc, "wall_s": round(time.perf_counter() - start, 1), "output_tail": text[-6000:],
               # the keys every record under results/ carries
-              "scale": "gpu-check", "device": "cuda", "commit": git_commit(),
+              "scale": "gpu-check", "device": "cuda", "git_commit": git_commit(),
               "config": {"budget_s": step.budget_s, "timeout_s": limit}}
     (out / f"{step.name}.json").write_text(json.dumps(record, indent=1))
     return record
