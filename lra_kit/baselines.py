@@ -49,7 +49,11 @@ def fit_first_token(train: SequenceClassificationDataset) -> tuple[dict[int, int
 def apply_first_token(rule: dict[int, int], fallback: int, dataset: SequenceClassificationDataset, *,
                       name: str = "dataset") -> np.ndarray:
     """The rule's answer for every example of ``dataset`` (called ``name`` in errors), in order."""
-    return np.array([rule.get(int(token), fallback) for token in _first_tokens(dataset, name)], dtype=np.int64)
+    return _answers(rule, fallback, _first_tokens(dataset, name))
+
+
+def _answers(rule: dict[int, int], fallback: int, first: np.ndarray) -> np.ndarray:
+    return np.array([rule.get(int(token), fallback) for token in first], dtype=np.int64)
 
 
 def first_token_rule(train: SequenceClassificationDataset, test: SequenceClassificationDataset) -> dict:
@@ -80,8 +84,8 @@ def rule_agreement(run_dir: str, split: str = "test") -> dict:
     trainer, checkpoint = load_run(run_dir)
     data = trainer.datasets[split]
     rule, fallback = fit_first_token(trainer.datasets["train"])
-    scored = compare_with_rule(trainer.predict(split), apply_first_token(rule, fallback, data), data.labels(),
-                               _first_tokens(data, split))
+    first = _first_tokens(data, split)
+    scored = compare_with_rule(trainer.predict(split), _answers(rule, fallback, first), data.labels(), first)
     return {**scored, "checkpoint": checkpoint, "run": trainer.cfg.name}
 
 

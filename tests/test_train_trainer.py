@@ -77,3 +77,15 @@ def test_predict_gives_each_examples_answer_in_order(tmp_path, listops):
     with torch.no_grad():
         for i in range(len(labels)):  # one example at a time, unpadded: the same answer
             assert int(trainer.model(listops["test"][i][0][None]).argmax()) == answers[i], i
+
+
+@pytest.mark.data
+def test_evaluation_leaves_the_model_in_the_mode_it_found(tmp_path, listops):
+    """Dropout must stay on for the training steps after a dev evaluation, and off for a reader's eval model."""
+    trainer = Trainer(cfg_with("model.dropout=0.1"), str(tmp_path / "run"), datasets=listops, progress=False,
+                      log=quiet)
+    for mode in (True, False):
+        trainer.model.train(mode)
+        trainer.evaluate("val")
+        trainer.predict("val")
+        assert all(m.training == mode for m in trainer.model.modules()), mode

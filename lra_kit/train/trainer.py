@@ -274,16 +274,13 @@ class Trainer:
         mine = [batch[self.dist.rank::self.dist.world_size] for batch in eval_batches(len(dataset), size, max_batches)]
         mine = [batch for batch in mine if batch]
         module = self.task_loss if model is None else TaskLoss(model, self.kind)
-        was_training = module.training
-        module.eval()
         sums = [0.0, 0.0, 0.0]
-        for batch in self._loader(dataset, mine):
+        for batch in self._eval_batches(module, dataset, mine):
             with self._autocast():
-                out = module(_to(batch, self.device))
+                out = module(batch)
             sums[0] += float(out["loss_sum"])
             sums[1] += float(out["correct"])
             sums[2] += float(out["count"])
-        module.train(was_training)
         loss_sum, correct, count = all_reduce_sum(sums, self.dist, self.device)
         metrics = {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1), "count": int(count)}
         if task_spec(self.cfg.task).metric == "bits_per_dim":
@@ -302,15 +299,25 @@ class Trainer:
             raise ValueError("predict runs on one process; call it outside torchrun")
         dataset = self.datasets[split]
         size = self.cfg.data.eval_batch_size or self.cfg.data.batch_size
-        was_training = self.model.training
-        self.model.eval()
         answers = []
-        for batch in self._loader(dataset, eval_batches(len(dataset), size, None)):
-            inputs = {k: v for k, v in _to(batch, self.device).items() if k != "labels"}
+        for batch in self._eval_batches(self.model, dataset, eval_batches(len(dataset), size, None)):
+            inputs = {k: v for k, v in batch.items() if k != "labels"}
             with self._autocast():
                 answers.append(self.model(**inputs).argmax(-1).cpu())
-        self.model.train(was_training)
         return torch.cat(answers).numpy()
+
+    def _eval_batches(self, module: nn.Module, dataset, batches: list):
+        """``dataset``'s ``batches`` on the device, with ``module`` in eval mode while they are read; after,
+        each of its submodules is back in its own mode (a model set to eval inside the training wrapper stays
+        so), also when the reader stops early."""
+        modes = [(m, m.training) for m in module.modules()]
+        module.eval()
+        try:
+            for batch in self._loader(dataset, batches):
+                yield _to(batch, self.device)
+        finally:
+            for m, training in modes:
+                m.training = training
 
     def _is_better(self, metrics: dict) -> bool:
         key, higher = self.selection_metric()
