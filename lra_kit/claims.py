@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, LUNA_TABLE1, MOMENTUM_TABLE2, MOMENTUM_TABLE4
-from lra_kit.results import spread, steps_to_loss
+from lra_kit.results import spread, standard_error, steps_to_loss
 from lra_kit.viz.results import mean_range
 
 # The variants' labels (the pages' names for them): the two the papers compare everything with, and the
@@ -57,6 +57,12 @@ def verdict(ok: bool, seeds: tuple[int, ...] = ()) -> str:
     return text
 
 
+def overlap(a: dict, b: dict) -> bool:
+    """Whether two :func:`lra_kit.results.spread` overlap, where some side has several seeds (one seed is a
+    point, and two points decide nothing about a spread, so they never overlap)."""
+    return max(a["n"], b["n"]) > 1 and not (a["max"] < b["min"] or a["min"] > b["max"])
+
+
 def lower(a: dict, b: dict) -> str:
     """The verdict on "``a`` is lower than ``b``" for two :func:`lra_kit.results.spread` (steps, a loss, bits/dim).
 
@@ -64,7 +70,7 @@ def lower(a: dict, b: dict) -> str:
     decided. Otherwise the means decide, and a side on which some seed never got there (``missed``) counts
     as never.
     """
-    if max(a["n"], b["n"]) > 1 and not (a["max"] < b["min"] or a["min"] > b["max"]):
+    if overlap(a, b):
         return "not decided: the seeds' ranges overlap"
 
     def value(s: dict) -> float:
@@ -184,7 +190,7 @@ def lra_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, s
             continue
         measured, noise = f"{mean_range(acc[hi], 1)} against {mean_range(acc[lo], 1)}", gap_noise(runs[hi], runs[lo])
         decided = lower(acc[lo], acc[hi])
-        if not decided.startswith("not decided") and abs(acc[hi]["mean"] - acc[lo]["mean"]) < noise:
+        if not overlap(acc[lo], acc[hi]) and abs(acc[hi]["mean"] - acc[lo]["mean"]) < noise:
             decided = f"not decided: the gap is within the test set's noise (two standard errors: {noise:.1f} points)"
         claims.append((claim, measured, decided))
     return claims
@@ -193,12 +199,12 @@ def lra_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, s
 def gap_noise(a: list[dict], b: list[dict]) -> float:
     """Two standard errors, in points, of the gap between the mean test accuracies of runs ``a`` and runs ``b``
     from the test set alone: each side's seeds score the same test examples, so more seeds do not shrink it."""
-    def variance(rs: list[dict]) -> float:
+    def se(rs: list[dict]) -> float:
         p = sum(r["metrics"]["test"]["accuracy"] for r in rs) / len(rs)
-        return p * (1 - p) / min(r["metrics"]["test"]["count"] for r in rs)
+        return standard_error(p, min(r["metrics"]["test"]["count"] for r in rs))
 
-    return 200 * math.sqrt(variance(a) + variance(b))
+    return 200 * math.hypot(se(a), se(b))
 
 
 __all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "lower", "lra_claims",
-           "measure_copy", "mnist_claims", "gap_noise", "verdict"]
+           "measure_copy", "mnist_claims", "gap_noise", "overlap", "verdict"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import subprocess
 from typing import Any
@@ -91,6 +92,16 @@ def seed_records(folder: str, stem: str) -> list[dict]:
             raise ValueError(f"{path} is named for seed {named} but holds seed {record['seed']}")
         found.append(record)
     return sorted(found, key=lambda r: r["seed"])
+
+
+def standard_error(p: float, n: int) -> float:
+    """The standard error of an accuracy ``p`` (a fraction) measured on ``n`` independent test examples,
+    √(p(1 − p)/n): the noise of the test set alone, whatever the model."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"p must be an accuracy in [0, 1], got {p}")
+    if n < 1:
+        raise ValueError(f"n must be a count of test examples, at least 1, got {n}")
+    return math.sqrt(p * (1 - p) / n)
 
 
 def spread(values) -> dict:

@@ -1,4 +1,4 @@
-"""The copy-task claims' verdicts (lra_kit.claims), on made-up records whose answer is known."""
+"""The claims' verdicts (lra_kit.claims: copy task, MNIST, LRA), on made-up records whose answer is known."""
 import pytest
 
 from lra_kit.claims import lower, lra_claims, measure_copy, mnist_claims
@@ -126,5 +126,9 @@ def test_lra_gap_within_the_test_sets_noise_decides_nothing():
                                            "noise (two standard errors: 3.0 points)")
     far = {"softmax": [lra_run(0.30)], "luna": [lra_run(0.369)]}
     assert lra("listops", far)[claim][1].startswith("**holds**")
+    overlapping = {"softmax": [lra_run(0.364), lra_run(0.370)], "luna": [lra_run(0.366), lra_run(0.369)]}
+    assert lra("listops", overlapping)[claim][1] == "not decided: the seeds' ranges overlap"
+    apart = {"softmax": [lra_run(0.362), lra_run(0.364)], "luna": [lra_run(0.369), lra_run(0.370)]}
+    assert lra("listops", apart)[claim][1].startswith("not decided: the gap is within the test set's noise")
     many = {label: [lra_run(r["metrics"]["test"]["accuracy"], 25_000) for r in rs] for label, rs in near.items()}
     assert gap_noise(many["luna"], many["softmax"]) == pytest.approx(0.86, abs=0.01)

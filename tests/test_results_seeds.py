@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lra_kit.results import seed_records, spread, steps_to_loss
+from lra_kit.results import seed_records, spread, standard_error, steps_to_loss
 
 
 def _write(folder, name, seed):
@@ -40,3 +40,14 @@ def test_steps_to_loss_uses_the_running_mean():
     assert steps_to_loss(curve, 1.0, width=1) == 20
     assert steps_to_loss(curve, 1.0, width=3) == 40     # (1 + 1 + 0.1) / 3 = 0.7 at step 40; 2.0 at step 30
     assert steps_to_loss(curve, 0.01, width=1) is None
+
+
+def test_standard_error_of_an_accuracy():
+    # one class of a balanced test set of 10,000: half a point; a perfect model has no test-set noise
+    assert standard_error(0.5, 10_000) == pytest.approx(0.005)
+    assert standard_error(0.364, 2_000) == pytest.approx(0.01076, abs=1e-5)
+    assert standard_error(1.0, 100) == 0.0
+    with pytest.raises(ValueError, match="p must be an accuracy"):
+        standard_error(36.4, 2_000)  # points, not a fraction
+    with pytest.raises(ValueError, match="n must be a count"):
+        standard_error(0.5, 0)
