@@ -70,13 +70,22 @@ def lower(a: dict, b: dict) -> str:
     decided. Otherwise the means decide, and a side on which some seed never got there (``missed``) counts
     as never.
     """
-    if overlap(a, b):
+    decided = is_lower(a, b)
+    if decided is None:
         return "not decided: the seeds' ranges overlap"
+    return verdict(decided, (a["n"], b["n"]))
+
+
+def is_lower(a: dict, b: dict) -> bool | None:
+    """The decision behind :func:`lower`: ``None`` where the seeds' ranges overlap, else whether ``a``'s mean is
+    below ``b``'s (a side on which some seed never got there counts as never)."""
+    if overlap(a, b):
+        return None
 
     def value(s: dict) -> float:
         return math.inf if s["missed"] else s["mean"]
 
-    return verdict(value(a) < value(b), (a["n"], b["n"]))
+    return value(a) < value(b)
 
 
 def measure_copy(runs: dict[str, list[dict]]) -> dict:
@@ -207,4 +216,4 @@ def gap_noise(a: list[dict], b: list[dict]) -> float:
 
 
 __all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "lower", "lra_claims",
-           "measure_copy", "mnist_claims", "gap_noise", "overlap", "verdict"]
+           "measure_copy", "mnist_claims", "gap_noise", "is_lower", "overlap", "verdict"]

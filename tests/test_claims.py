@@ -1,7 +1,7 @@
 """The claims' verdicts (lra_kit.claims: copy task, MNIST, LRA), on made-up records whose answer is known."""
 import pytest
 
-from lra_kit.claims import lower, lra_claims, measure_copy, mnist_claims
+from lra_kit.claims import is_lower, lower, lra_claims, measure_copy, mnist_claims
 from lra_kit.results import spread
 
 
@@ -64,6 +64,8 @@ def test_lower_decides_only_where_the_seeds_ranges_are_apart():
     assert lower(spread([1.018]), spread([1.012, 1.018])) == "not decided: the seeds' ranges overlap"
     assert lower(spread([1.0, 1.1]), spread([1.2, 2.0])) == "**holds** at this scale"
     assert lower(spread([1.0, None]), spread([5.0])).startswith("does **not** hold")  # never counts as ∞
+    pairs = (([1.0, 1.5], [1.2, 2.0]), ([1.0, 1.1], [1.2, 2.0]), ([3.0], [2.0]), ([1.0, None], [5.0]))
+    assert [is_lower(spread(a), spread(b)) for a, b in pairs] == [None, True, False, False]
 
 
 def bits(value: float) -> dict:
