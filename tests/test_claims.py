@@ -1,7 +1,7 @@
 """The claims' verdicts (lra_kit.claims: copy task, MNIST, LRA), on made-up records whose answer is known."""
 import pytest
 
-from lra_kit.claims import is_lower, lower, lra_claims, measure_copy, mnist_claims
+from lra_kit.claims import is_lower, lower, lra_claims, within, measure_copy, mnist_claims
 from lra_kit.results import spread
 
 
@@ -134,3 +134,15 @@ def test_lra_gap_within_the_test_sets_noise_decides_nothing():
     assert lra("listops", apart)[claim][1].startswith("not decided: the gap is within the test set's noise")
     many = {label: [lra_run(r["metrics"]["test"]["accuracy"], 25_000) for r in rs] for label, rs in near.items()}
     assert gap_noise(many["luna"], many["softmax"]) == pytest.approx(0.86, abs=0.01)
+
+
+def test_within_ten_percent_over_seeds():
+    """Claim 3 on the copy task's first two seeds: adaptive momentum 0.0080 and 0.2114 against the momentum
+    connection's 0.0073 and 0.0093 is undecided; two seeds alike on both sides hold; all far above fails."""
+    assert within(spread([0.0080, 0.2114]), spread([0.0073, 0.0093])) == (
+        "not decided: some seeds are within it and some are not")
+    assert within(spread([0.0080, 0.0085]), spread([0.0073, 0.0093])) == "**holds** at this scale"
+    assert within(spread([0.0152, 0.0163]), spread([0.0002, 0.0003])) == "does **not** hold at this scale"
+    assert within(spread([0.0101]), spread([0.0093])).startswith("**holds**")  # 8.6 % above: within 10 %
+    assert within(spread([0.0104]), spread([0.0093])).startswith("does **not** hold")  # 11.8 % above
+    assert within(spread([0.0070, 0.0110]), spread([0.0083, 0.0093])).startswith("not decided")  # one seed above
