@@ -253,3 +253,21 @@ def test_mean_range_shows_the_seeds_range_and_the_seeds_that_never_got_there():
     assert results.mean_range(spread([0.5, 0.25, 0.75]), 2) == "0.50 [0.25, 0.75]"
     assert results.mean_range(spread([1800, None]), 0) == "1800 (1 of 2 never)"
     assert results.mean_range(spread([None, None]), 0) == "never"
+
+
+def test_seed_band_draws_the_mean_and_the_seeds_range():
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    line = figures.seed_band(ax, [1, 2, 3], [[1.0, 3.0, 2.0], [4.0, 4.0, 7.0], [0.0, 9.0, 3.0]], "linear")
+    assert list(line.get_ydata()) == [2.0, 5.0, 4.0] and line.get_label() == "linear (3 seeds)"
+    (band,) = ax.collections
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert {1.0, 4.0, 0.0} <= set(ys) and {3.0, 7.0, 9.0} <= set(ys) and not {2.0, 5.0} & set(ys)
+    assert band.get_facecolor()[0][:3] == pytest.approx(matplotlib.colors.to_rgb(line.get_color()))
+    line = figures.seed_band(ax, [1, 2], [[0.5], [0.25]], "softmax")
+    assert line.get_label() == "softmax (1 seed)" and len(ax.collections) == 1  # one seed: no band
+    with pytest.raises(ValueError, match="same number"):
+        figures.seed_band(ax, [1, 2], [[1.0, 2.0], [1.0]], "x")
+    with pytest.raises(ValueError, match="each of one or more x"):
+        figures.seed_band(ax, [1, 2], [[1.0]], "x")
+    plt.close(fig)

@@ -168,6 +168,24 @@ def log_length_axis(ax, lengths: Sequence[int]) -> None:
     ax.minorticks_off()
 
 
+def seed_band(ax, x: Sequence[float], per_seed: Sequence[Sequence[float]], label: str):
+    """One variant's result over several seeds: the mean as a line, the seeds' range (min to max) as a band
+    in the line's colour. ``per_seed[i]`` holds every seed's value at ``x[i]``; the label gets the seed count.
+    One seed draws the line alone: a band of one point would claim a spread that was not measured."""
+    if len(x) == 0 or len(x) != len(per_seed):
+        raise ValueError(f"x has {len(x)} points and per_seed {len(per_seed)}; give every seed's value at each of "
+                         "one or more x")
+    counts = {len(v) for v in per_seed}
+    if len(counts) > 1 or 0 in counts:
+        raise ValueError(f"per_seed must hold the same number (≥ 1) of seeds at every x; got {sorted(counts)}")
+    seeds = counts.pop()
+    values = np.asarray(per_seed, dtype=float).reshape(len(x), seeds)
+    line, = ax.plot(x, values.mean(axis=1), label=f"{label} ({seeds} seed{'s' if seeds != 1 else ''})")
+    if seeds > 1:
+        ax.fill_between(x, values.min(axis=1), values.max(axis=1), color=line.get_color(), alpha=0.2)
+    return line
+
+
 def draw_reweighting_frame(fig, *, beta: float, gamma: float, query: int, tokens: Sequence[str], scores) -> None:
     """The views of :func:`momentum_reweighting_html` drawn with matplotlib (static record, live ipywidgets).
 
