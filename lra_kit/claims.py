@@ -58,18 +58,27 @@ def verdict(ok: bool, seeds: tuple[int, ...] = ()) -> str:
     return text
 
 
+def seed_range(s: dict) -> tuple[float, float]:
+    """The range of a :func:`lra_kit.results.spread` with a seed that never got there (``missed``) at ∞: a
+    range whose seeds all got there is ``[min, max]``, one with some that never did ``[min, ∞]``."""
+    low = s["min"] if s["missed"] < s["n"] else math.inf
+    return low, math.inf if s["missed"] else s["max"]
+
+
 def overlap(a: dict, b: dict) -> bool:
     """Whether two :func:`lra_kit.results.spread` overlap, where some side has several seeds (one seed is a
-    point, and two points decide nothing about a spread, so they never overlap)."""
-    return max(a["n"], b["n"]) > 1 and not (a["max"] < b["min"] or a["min"] > b["max"])
+    point, and two points decide nothing about a spread, so they never overlap). A seed that never got there
+    is at ∞ (:func:`seed_range`): a faster seed beside one that never arrives leaves the claim open."""
+    (a_low, a_high), (b_low, b_high) = seed_range(a), seed_range(b)
+    return max(a["n"], b["n"]) > 1 and not (a_high < b_low or a_low > b_high)
 
 
 def lower(a: dict, b: dict) -> str:
     """The verdict on "``a`` is lower than ``b``" for two :func:`lra_kit.results.spread` (steps, a loss, bits/dim).
 
-    Where some side has several seeds and the two ranges overlap (one seed is a point), the claim is not
-    decided. Otherwise the means decide, and a side on which some seed never got there (``missed``) counts
-    as never.
+    Where some side has several seeds and the two ranges overlap (one seed is a point; a seed that never
+    got there, ``missed``, is at ∞), the claim is not decided. Otherwise the means decide, and a side on
+    which some seed never got there counts as never.
     """
     decided = is_lower(a, b)
     if decided is None:
@@ -231,4 +240,4 @@ def gap_noise(a: list[dict], b: list[dict]) -> float:
 
 
 __all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "lower", "lra_claims",
-           "measure_copy", "mnist_claims", "gap_noise", "is_lower", "overlap", "verdict", "within"]
+           "measure_copy", "mnist_claims", "gap_noise", "is_lower", "overlap", "seed_range", "verdict", "within"]

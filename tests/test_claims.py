@@ -51,11 +51,13 @@ def test_several_seeds_decide_speed_only_where_their_ranges_do_not_overlap():
         "steps: 900 [600, 1200] against 1200 [1100, 1300]", "not decided: the seeds' ranges overlap")
 
 
-def test_a_seed_that_never_reaches_the_level_counts_as_never():
-    runs = {"linear": [record(0.03, 8)], "momentum": [record(0.03, 3), record(0.03, 99)]}
-    measured, verdict = claims(runs)["2. momentum converges faster than linear (early)"]
-    assert measured == "steps: 600 (1 of 2 never) against 1100"
-    assert verdict.startswith("does **not** hold")
+def test_a_seed_that_never_reaches_the_level_is_at_infinity():
+    claim = "2. momentum converges faster than linear (early)"
+    slower = claims({"linear": [record(0.03, 8)], "momentum": [record(0.03, 9), record(0.03, 99)]})[claim]
+    assert slower[0] == "steps: 1200 (1 of 2 never) against 1100" and slower[1].startswith("does **not** hold")
+    # a faster seed beside one that never arrives: the range runs from 600 to never, across linear's 1100
+    faster = claims({"linear": [record(0.03, 8)], "momentum": [record(0.03, 3), record(0.03, 99)]})[claim]
+    assert faster == ("steps: 600 (1 of 2 never) against 1100", "not decided: the seeds' ranges overlap")
 
 
 def test_lower_decides_only_where_the_seeds_ranges_are_apart():
@@ -63,9 +65,21 @@ def test_lower_decides_only_where_the_seeds_ranges_are_apart():
     assert lower(spread([1.0, 1.5]), spread([1.2, 2.0])) == "not decided: the seeds' ranges overlap"
     assert lower(spread([1.018]), spread([1.012, 1.018])) == "not decided: the seeds' ranges overlap"
     assert lower(spread([1.0, 1.1]), spread([1.2, 2.0])) == "**holds** at this scale"
-    assert lower(spread([1.0, None]), spread([5.0])).startswith("does **not** hold")  # never counts as ∞
-    pairs = (([1.0, 1.5], [1.2, 2.0]), ([1.0, 1.1], [1.2, 2.0]), ([3.0], [2.0]), ([1.0, None], [5.0]))
-    assert [is_lower(spread(a), spread(b)) for a, b in pairs] == [None, True, False, False]
+    assert lower(spread([None]), spread([5.0])).startswith("does **not** hold")  # never counts as ∞
+    assert lower(spread([6.0, None]), spread([5.0, 5.5])) == "does **not** hold at this scale"
+    pairs = (([1.0, 1.5], [1.2, 2.0]), ([1.0, 1.1], [1.2, 2.0]), ([3.0], [2.0]), ([1.0, None], [5.0]),
+             ([1.0, 2.0], [3.0, None]), ([None, None], [None, None]))
+    assert [is_lower(spread(a), spread(b)) for a, b in pairs] == [None, True, False, None, True, None]
+
+
+def test_a_faster_seed_never_turns_a_claim_from_open_to_failed():
+    """Moving one seed of ``a`` earlier can only help "a is lower": the verdict never goes from not decided
+    (None) to False, whatever the other seed (one of them never arriving)."""
+    b = spread([5.0, 6.0])
+    for other in (None, 4.0, 7.0):
+        verdicts = [is_lower(spread([x, other]), b) for x in (8.0, 5.5, 4.5, 1.0)]  # the first seed ever earlier
+        rank = {False: 0, None: 1, True: 2}
+        assert [rank[v] for v in verdicts] == sorted(rank[v] for v in verdicts), (other, verdicts)
 
 
 def bits(value: float) -> dict:
