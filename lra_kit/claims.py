@@ -113,6 +113,21 @@ def within(a: dict, b: dict, factor: float = WITHIN) -> str:
     return "not decided: some seeds are within it and some are not"
 
 
+def fastest_verdict(reach: dict[str, dict]) -> str:
+    """The verdict on "softmax converges fastest" from each variant's :func:`lra_kit.results.spread` of steps:
+    it holds where softmax is lower (:func:`is_lower`) than every other variant, fails where some variant is
+    decided not slower, and is not decided where some ranges overlap and none is decided faster."""
+    if SOFTMAX not in reach:
+        return verdict(False)
+    others = [label for label in reach if label != SOFTMAX]
+    decided = [is_lower(reach[SOFTMAX], reach[label]) for label in others]
+    if False in decided:
+        return verdict(False, (reach[SOFTMAX]["n"], reach[others[decided.index(False)]]["n"]))
+    if None in decided:
+        return "not decided: the seeds' ranges overlap"
+    return verdict(True, (reach[SOFTMAX]["n"], *(reach[label]["n"] for label in others)))
+
+
 def measure_copy(runs: dict[str, list[dict]]) -> dict:
     """Measure the claims on ``runs``: variant label → its recorded seeds (results records with ``curves``).
 
@@ -150,7 +165,7 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
 
         fastest = min(runs, key=steps)
         claims.append((f"2. softmax converges fastest ({when}, loss {level:.3f})",
-                       f"fastest of the {len(runs)} recorded: {fastest}", verdict(fastest == SOFTMAX)))
+                       f"fastest of the {len(runs)} recorded: {fastest}", fastest_verdict(reach[when])))
         for label in MOMENTUM_VARIANTS:
             claim = f"2. {label} converges faster than linear ({when})"
             if waits(claim, (label,)):
@@ -239,5 +254,6 @@ def gap_noise(a: list[dict], b: list[dict]) -> float:
     return 200 * math.hypot(se(a), se(b))
 
 
-__all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "lower", "lra_claims",
-           "measure_copy", "mnist_claims", "gap_noise", "is_lower", "overlap", "seed_range", "verdict", "within"]
+__all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "fastest_verdict",
+           "gap_noise", "is_lower", "lower", "lra_claims", "measure_copy", "mnist_claims", "overlap", "seed_range",
+           "verdict", "within"]
