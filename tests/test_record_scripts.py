@@ -46,6 +46,20 @@ def test_lra_runs_carry_their_seed(tmp_path):
     assert _option(calls[1], "--connection") == "adaptive"
 
 
+def test_lra_controls_run_at_a_longer_preset(tmp_path):
+    calls = _run("results/lra/record.sh", ["image", "unnormalised", "pixel0-padding"], tmp_path,
+                 {"PRESET": "lra-cpu-long"})
+    assert [(_option(c, "--attention"), _option(c, "--set"), _option(c, "--out"), _option(c, "--record-dir"))
+            for c in calls] == [
+        ("linear", "train.seed=0", "runs/lra-cpu-long/unnormalised/image-linear", "results/lra/controls"),
+        ("linear", "train.seed=0", "runs/lra-cpu-long/pixel0-padding/image-linear", "results/lra/controls")]
+    assert [c[c.index("--set", c.index("--set") + 1) + 1] for c in calls] == [
+        "model.attention_options.compat=nystromformer", "data.options.compat=nystromformer"]
+    luna = _run("results/lra/record.sh", ["text", "p-pooling"], tmp_path, {"PRESET": "lra-cpu-2h"})
+    assert [(_option(c, "--attention"), _option(c, "--record")) for c in luna] == [("luna", "p-pooling")]
+    assert "model.pooling=p_mean" in luna[0]
+
+
 def _record_name(task, attention, connection, preset, seed):
     """The record name the library gives the run (ExperimentConfig.name), which the scripts must predict."""
     cfg = get_config(task, attention, connection=connection, preset=preset)

@@ -5,7 +5,9 @@
 # For each task: every attention first, then that task's controls. A finished run is skipped.
 # PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION[@SEED]...]: the longer runs (no controls), e.g.
 # PRESET=lra-cpu-2h bash results/lra/record.sh text softmax softmax@1 linear; a seed other than 0 is in the record's name;
-# PRESET=lra-cpu-2h bash results/lra/record.sh listops first-64-tokens: softmax on each expression's first 64 tokens.
+# PRESET=lra-cpu-2h bash results/lra/record.sh listops first-64-tokens: softmax on each expression's first 64 tokens;
+# the controls unnormalised, pixel0-padding (linear) and p-pooling (Luna) are named the same way, e.g.
+# PRESET=lra-cpu-long bash results/lra/record.sh image unnormalised pixel0-padding.
 set -u
 export OMP_NUM_THREADS=1
 run() {  # run TASK ATTENTION[@SEED] [--control NAME] [extra lra-kit train options...]
@@ -33,6 +35,12 @@ if [ "$PRESET" != lra-cpu ]; then  # the longer runs: one task, the attentions n
         case $name in
         first-64-tokens)  # the ListOps control: each expression cut to its first 64 tokens, its operator first
             run "$task" softmax --control first-64-tokens --set data.options.max_length=64 ;;
+        unnormalised)     # the Momentum paper's code: linear attention without its normaliser
+            run "$task" linear --control unnormalised --set model.attention_options.compat=nystromformer ;;
+        pixel0-padding)   # the Momentum paper's code: pixel value 0 masked as padding (Image)
+            run "$task" linear --control pixel0-padding --set data.options.compat=nystromformer ;;
+        p-pooling)        # Luna Table 3: mean pooling over the last layer's P instead of the [CLS] token (Text)
+            run "$task" luna --control p-pooling --set model.pooling=p_mean ;;
         *)  run "$task" "$name" ;;
         esac
     done
