@@ -4,7 +4,7 @@ import pytest
 
 from lra_kit.attention import attention_names
 from lra_kit.errors import ConfigError
-from lra_kit.paper_numbers import LUNA_TABLE7
+from lra_kit.paper_numbers import LUNA_TABLE7, MOMENTUM_TABLE1
 from lra_kit.train.configs import PRESETS, get_config
 
 TASKS = {"ListOps": "listops", "Text": "text", "Retrieval": "retrieval", "Image": "image", "Pathfinder": "pathfinder"}
@@ -66,3 +66,18 @@ def test_cli_preset_reaches_the_config_and_refuses_a_second_scale(capsys, monkey
     assert "train.steps must be a positive integer" in capsys.readouterr().err  # the preset's config was built
     assert main(["train", "--task", "text", "--attention", "linear", "--preset", "lra-cpu", "--scale", "smoke"]) == 1
     assert "preset 'lra-cpu' runs on the 'book' scale's data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("paper_task", sorted(TASKS))
+def test_momentum_configs_are_nguyen_table1(paper_task):
+    # Nguyen et al. Table 1, the task's two rows: momentum attention's β, γ, and the adaptive connection's γ̃ (its β̃
+    # is computed, eq. 18). The configs are typed in paper_configs.CONNECTION; this ties them to the paper's numbers.
+    task = TASKS[paper_task]
+    for row, connection in ((f"{paper_task} / Momentum transformer", "residual"),
+                            (f"{paper_task} / Adaptive momentum transformer", "adaptive")):
+        for scale in ("paper", "smoke"):
+            m = get_config(task, "momentum", scale, connection=connection).model
+            assert (m.attention_options["beta"], m.attention_options["gamma"]) == (
+                MOMENTUM_TABLE1.value(row, "Momentum"), MOMENTUM_TABLE1.value(row, "Stepsize")), (row, scale)
+            if connection == "adaptive":
+                assert m.connection_gamma == MOMENTUM_TABLE1.value(row, "Stepsize in Momentum Connection"), (row, scale)
