@@ -124,3 +124,51 @@ def working_set_peaks(make_step: Callable, jobs: Sequence, device: torch.device,
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
         return pool.submit(_working_set_peaks, make_step, list(jobs), "cpu", desc).result()
+
+
+def _tensors_in(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for y in x for t in _tensors_in(y)]
+    return []
+
+
+def saved_for_backward_bytes(fn: Callable[..., object], *inputs: torch.Tensor) -> int:
+    """Bytes that autograd keeps between the forward and the backward pass of ``fn(*inputs)``.
+
+    The count is exact and deterministic (no allocator, any device): the distinct storages of the tensors
+    autograd saves, seen by ``torch.autograd.graph.saved_tensors_hooks``, plus the tensors a custom
+    ``autograd.Function`` keeps on its ctx as ``memo`` (the segment-start states of
+    :mod:`lra_kit.attention.chunked`, which the hooks cannot see). A tensor and its views count once. The
+    inputs are cloned into fresh leaves that require grad, so they count when ``fn`` saves them; ``fn`` may
+    return a tensor or a tuple whose first element is the output. The backward pass is run, so that what is
+    counted is what the backward pass uses. How the book measures what the constant-memory gradient of
+    Katharopoulos et al. §3.3.1 saves against softmax and against autograd through all states.
+    """
+    if not inputs or not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in inputs):
+        raise ValueError("inputs must be one or more floating-point tensors")
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(*leaves)
+    out = out[0] if isinstance(out, tuple) else out
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        raise ValueError("fn must return a tensor (or a tuple starting with one) that depends on the inputs")
+    nodes, visited = [out.grad_fn], set()
+    while nodes:  # walk the graph for states held on a ctx
+        node = nodes.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        for t in _tensors_in(getattr(node, "memo", None)):
+            pack(t)
+        nodes += [n for n, _ in node.next_functions if n is not None]
+    out.sum().backward()
+    return sum(storages.values())
