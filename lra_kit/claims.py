@@ -236,12 +236,47 @@ def lra_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, s
         if missing:
             claims.append((claim, "–", "waits for: " + ", ".join(missing)))
             continue
-        measured, noise = f"{mean_range(acc[hi], 1)} against {mean_range(acc[lo], 1)}", gap_noise(runs[hi], runs[lo])
-        decided = lower(acc[lo], acc[hi])
-        if not overlap(acc[lo], acc[hi]) and abs(acc[hi]["mean"] - acc[lo]["mean"]) < noise:
-            decided = f"not decided: the gap is within the test set's noise (two standard errors: {noise:.1f} points)"
-        claims.append((claim, measured, decided))
+        above, why = is_above(runs[hi], runs[lo])
+        claims.append((claim, f"{mean_range(acc[hi], 1)} against {mean_range(acc[lo], 1)}",
+                       why if above is None else verdict(above, (acc[lo]["n"], acc[hi]["n"]))))
     return claims
+
+
+def is_above(a: list[dict], b: list[dict]) -> tuple[bool | None, str]:
+    """Whether runs ``a`` score a higher mean test accuracy than runs ``b`` (recorded seeds of each), decided as
+    the LRA orders are (:func:`lra_claims`): ``(None, why)`` where the seeds' ranges overlap (:func:`overlap`) or
+    the gap is within :func:`gap_noise`; else ``(a's mean > b's mean, "")``."""
+    if not a or not b:
+        raise ValueError(f"a and b must each hold at least one recorded run; got {len(a)} and {len(b)}")
+    sa, sb = (spread(100 * r["metrics"]["test"]["accuracy"] for r in rs) for rs in (a, b))
+    if overlap(sa, sb):
+        return None, "not decided: the seeds' ranges overlap"
+    noise = gap_noise(a, b)
+    if abs(sa["mean"] - sb["mean"]) < noise:
+        return None, f"not decided: the gap is within the test set's noise (two standard errors: {noise:.1f} points)"
+    return sa["mean"] > sb["mean"], ""
+
+
+def paper_gap(pairs: list[tuple[list[dict], float]]) -> dict:
+    """Ours against a paper's LRA numbers: ``pairs`` holds, per task, our recorded seeds and the paper's test
+    accuracy (%) there. Returns ``{"gap", "noise", "within"}``: the mean over the tasks of (our mean test
+    accuracy − the paper's), in points; two standard errors of that mean gap from the test sets alone (ours, and
+    the paper's number taken as measured on a test set of our size), as :func:`gap_noise`; and whether the gap is
+    within them. Seeds do not shrink the noise: they score the same test examples."""
+    if not pairs:
+        raise ValueError("pairs must hold at least one (runs, paper accuracy) pair")
+    gaps, variance = [], 0.0
+    for runs, paper in pairs:
+        if not runs:
+            raise ValueError("each pair's runs must hold at least one recorded run")
+        if not 0 <= paper <= 100:
+            raise ValueError(f"a paper's accuracy must be in points, 0 to 100; got {paper}")
+        ours = sum(r["metrics"]["test"]["accuracy"] for r in runs) / len(runs)
+        count = min(r["metrics"]["test"]["count"] for r in runs)
+        gaps.append(100 * ours - paper)
+        variance += standard_error(ours, count) ** 2 + standard_error(paper / 100, count) ** 2
+    gap, noise = sum(gaps) / len(gaps), 200 * math.sqrt(variance) / len(pairs)
+    return {"gap": gap, "noise": noise, "within": abs(gap) <= noise}
 
 
 def gap_noise(a: list[dict], b: list[dict]) -> float:
@@ -255,5 +290,5 @@ def gap_noise(a: list[dict], b: list[dict]) -> float:
 
 
 __all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "fastest_verdict",
-           "gap_noise", "is_lower", "lower", "lra_claims", "measure_copy", "mnist_claims", "overlap", "seed_range",
-           "verdict", "within"]
+           "gap_noise", "is_above", "is_lower", "lower", "lra_claims", "measure_copy", "mnist_claims", "overlap",
+           "paper_gap", "seed_range", "verdict", "within"]

@@ -172,3 +172,40 @@ def test_within_ten_percent_over_seeds():
     assert within(spread([0.0101]), spread([0.0093])).startswith("**holds**")  # 8.6 % above: within 10 %
     assert within(spread([0.0104]), spread([0.0093])).startswith("does **not** hold")  # 11.8 % above
     assert within(spread([0.0070, 0.0110]), spread([0.0083, 0.0093])).startswith("not decided")  # one seed above
+
+
+def test_is_above_decides_a_control_as_the_lra_orders():
+    """A control (one seed) against ours (three seeds) on 10,000 test images: decided only outside the seeds' range
+    and beyond two standard errors of the gap."""
+    from lra_kit.claims import is_above
+
+    ours = [lra_run(0.274, 10_000), lra_run(0.281, 10_000), lra_run(0.254, 10_000)]
+    assert is_above([lra_run(0.27, 10_000)], ours) == (None, "not decided: the seeds' ranges overlap")
+    assert is_above([lra_run(0.20, 10_000)], ours) == (False, "")
+    assert is_above([lra_run(0.33, 10_000)], ours) == (True, "")
+    above, why = is_above([lra_run(0.282, 10_000)], ours)  # outside the range, 1.2 points above a mean of 27.0
+    assert above is None and why.startswith("not decided: the gap is within the test set's noise")
+    with pytest.raises(ValueError, match="at least one recorded run"):
+        is_above([], ours)
+
+
+def test_paper_gap_is_the_mean_gap_with_both_test_sets_noise():
+    from lra_kit.claims import paper_gap
+
+    # one task: ours 61.7 (two seeds) against the paper's 64.17 on 25,000 test reviews
+    g = paper_gap([([lra_run(0.6176, 25_000), lra_run(0.6169, 25_000)], 64.17)])
+    ours = (0.6176 + 0.6169) / 2
+    two_se = 200 * (ours * (1 - ours) / 25_000 + 0.6417 * 0.3583 / 25_000) ** 0.5
+    assert g["gap"] == pytest.approx(100 * ours - 64.17) and g["noise"] == pytest.approx(two_se)
+    assert not g["within"]  # 2.4 points below, noise 0.8
+    # ListOps' 2,000 test expressions: 0.8 points below the paper is within the noise (3.0 points)
+    assert paper_gap([([lra_run(0.1745)], 18.30)])["within"]
+    # two tasks: the mean of the gaps; the noise of a mean of two independent gaps
+    two = paper_gap([([lra_run(0.30, 2000)], 20.0), ([lra_run(0.50, 2000)], 50.0)])
+    one, other = paper_gap([([lra_run(0.30, 2000)], 20.0)]), paper_gap([([lra_run(0.50, 2000)], 50.0)])
+    assert two["gap"] == pytest.approx(5.0)
+    assert two["noise"] == pytest.approx((one["noise"] ** 2 + other["noise"] ** 2) ** 0.5 / 2)
+    with pytest.raises(ValueError, match="points"):
+        paper_gap([([lra_run(0.3)], 120.0)])
+    with pytest.raises(ValueError, match="at least one"):
+        paper_gap([])
