@@ -20,6 +20,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lra_kit.models.config import ModelConfig
+from lra_kit.models.decode import decoder_supported
+from lra_kit.models.decode import generate as lean_generate
 from lra_kit.models.embeddings import Embeddings
 from lra_kit.models.layers import Encoder
 from lra_kit.models.mixture import N_BINS, logistic_mixture_log_pmf
@@ -72,9 +74,9 @@ class CausalLM(nn.Module):
         probs = torch.softmax(log_p / temperature, dim=-1)
         return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
-    @torch.no_grad()
     def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, greedy: bool = False, temperature: float = 1.0,
-                 generator: torch.Generator | None = None, recurrent: bool = True) -> torch.Tensor:
+                 generator: torch.Generator | None = None, recurrent: bool = True, lean: bool = True,
+                 cuda_graph: bool = True) -> torch.Tensor:
         """Continue ``prompt`` (batch, n0 ≥ 1) by ``max_new_tokens`` tokens; returns (batch, n0 + new).
 
         ``recurrent=True`` prefills: the prompt goes through the parallel forms in one call, which
@@ -82,6 +84,14 @@ class CausalLM(nn.Module):
         time (constant memory per step for linear, momentum and Luna; a key/value cache for
         softmax). ``recurrent=False`` re-runs the parallel model on the whole prefix at every step
         (the O(n²) reference).
+
+        ``lean=True`` (linear, momentum and softmax layers in float32/64) runs each step as
+        :class:`lra_kit.models.decode.Decoder`: the same numbers as the modules' ``step`` (bit for
+        bit on the CPU, so the same tokens for the same generator) in far fewer operations, on
+        buffers allocated once; on CUDA with ``cuda_graph=True`` the step is captured once as a CUDA
+        graph and replayed per position. ``lean=False`` steps through the modules (``Encoder.step``),
+        the readable reference. Runs under ``torch.inference_mode()``; the tokens returned are an
+        ordinary tensor.
         """
         if prompt.dim() != 2 or prompt.shape[1] < 1:
             raise ValueError(f"prompt must have shape (batch, n0 >= 1), got {tuple(prompt.shape)}")
@@ -92,22 +102,33 @@ class CausalLM(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            tokens = prompt
-            if not recurrent:
-                for _ in range(max_new_tokens):
-                    nxt = self._choose(self(tokens)[:, -1], greedy, temperature, generator)
-                    tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-                return tokens
-            h, states = self.encoder.prefill(self.embed(prompt))
-            h = h[:, -1]
-            for i in range(max_new_tokens):
-                nxt = self._choose(self.log_probs(h), greedy, temperature, generator)
-                tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-                if i + 1 < max_new_tokens:
-                    h, states = self.encoder.step(self.embed(nxt[:, None], offset=tokens.shape[1] - 1)[:, 0], states)
-            return tokens
+            with torch.inference_mode():
+                tokens = self._generate(prompt, max_new_tokens, greedy, temperature, generator, recurrent, lean,
+                                        cuda_graph)
         finally:
             self.train(was_training)
+        return tokens.clone()  # inference tensors cannot be saved for backward later; a clone can
+
+    def _generate(self, prompt, max_new_tokens, greedy, temperature, generator, recurrent, lean, cuda_graph):
+        tokens = prompt
+        if not recurrent:
+            for _ in range(max_new_tokens):
+                nxt = self._choose(self(tokens)[:, -1], greedy, temperature, generator)
+                tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+            return tokens
+        if max_new_tokens < 1:
+            return tokens
+        h, states = self.encoder.prefill(self.embed(prompt))
+        h = h[:, -1]
+        if lean and decoder_supported(self):
+            return lean_generate(self, prompt, max_new_tokens, h, states, greedy=greedy, temperature=temperature,
+                                 generator=generator, cuda_graph=cuda_graph)
+        for i in range(max_new_tokens):
+            nxt = self._choose(self.log_probs(h), greedy, temperature, generator)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+            if i + 1 < max_new_tokens:
+                h, states = self.encoder.step(self.embed(nxt[:, None], offset=tokens.shape[1] - 1)[:, 0], states)
+        return tokens
 
 
 def bits_per_dim(nll_nats: float, count: int) -> float:
