@@ -24,7 +24,7 @@ ifdef LRA_KIT_DATA
 export LRA_KIT_DATA
 endif
 
-.PHONY: book test nbval venv bench clean test-browser gpu-check data
+.PHONY: book test nbval venv bench clean test-browser gpu-check data readme
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,12 @@ test-browser: $(VENV)/.book
 
 bench: $(VENV)/.test
 	$(PY) -m lra_kit.bench.attention
+
+## make readme: regenerate, from results/, the README's table of reproductions and docs/budget.md's run costs
+## (the parts between their <!-- NAME:start --> and <!-- NAME:end --> markers; lra_kit/reports.py). Run it after
+## recording a run; tests/test_readme.py fails while they are out of date (`lra-kit report --check` says which).
+readme: $(VENV)/.test
+	$(PY) -m lra_kit report
 
 ## make gpu-check OUT=DIR: the GPU campaign (docs/gpu.md), steps of <= 8 min, JSON into DIR; needs a CUDA device
 OUT ?= results/gpu-check

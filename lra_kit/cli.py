@@ -20,6 +20,7 @@ from lra_kit.errors import LraKitError
 _COMMAND_MODULES = (
     "lra_kit.bench.cli",
     "lra_kit.data.cli",
+    "lra_kit.reports",
     "lra_kit.train.cli",
     "lra_kit.web.export",
 )
@@ -33,6 +34,7 @@ EPILOG = """examples:
   lra-kit data stats pathfinder --grid pathfinder.png
   lra-kit data generate listops --out data/listops-1000
   lra-kit bench attention --lengths 1024 2048 4096 --json results/bench/attention-cpu.json
+  lra-kit report --check                      # is the README's table of reproductions up to date?
 """
 
 

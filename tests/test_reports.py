@@ -1,0 +1,139 @@
+"""lra_kit.reports: the README's table of reproductions and docs/budget.md's run costs, generated from results/.
+
+The staleness check itself is in tests/test_readme.py; here, the pieces: the markers, the verdicts' short forms, a
+hand edit caught and undone, a new record picked up, every attention in the early-budget ranges, short cells.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lra_kit import reports
+from lra_kit.claims import lower, verdict, within
+from lra_kit.cli import main
+from lra_kit.data import LRA_TASKS
+from lra_kit.results import spread
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+
+
+def _clone(tmp_path: Path) -> Path:
+    """The generated files and results/ (linked) in a temporary repository."""
+    (tmp_path / "docs").mkdir()
+    for name in reports.PARTS:
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "results").symlink_to(RESULTS, target_is_directory=True)
+    return tmp_path
+
+
+def test_replace_between_and_part_round_trip():
+    start, end = reports.markers("results-table")
+    text = f"# title\n\n{start}\nold\n{end}\n\nafter\n"
+    new = reports.replace_between(text, "results-table", "| a |\n|---|\n| 1 |\n")
+    assert reports.part(new, "results-table") == "| a |\n|---|\n| 1 |"
+    assert new.startswith("# title\n\n") and new.endswith(f"{end}\n\nafter\n")
+    # a start marker written by hand, without the generator's note, is found as well
+    assert reports.part("<!-- results-table:start -->\nx\n<!-- results-table:end -->", "results-table") == "x"
+
+
+@pytest.mark.parametrize("text", ["no markers\n", "<!-- t:start -->\n<!-- t:start -->\n<!-- t:end -->\n",
+                                  "<!-- t:end -->\n<!-- t:start -->\n"])
+def test_markers_missing_twice_or_out_of_order_are_an_error_naming_the_file(text):
+    with pytest.raises(reports.ReportError, match="README.md: needs exactly one line '<!-- t:start"):
+        reports.replace_between(text, "t", "x", "README.md")
+
+
+def test_markers_name_is_checked():
+    with pytest.raises(ValueError, match="name must be"):
+        reports.markers("Results Table")
+
+
+def test_short_verdict_of_every_verdict_form():
+    one, many = spread([1.0]), spread([1.0, 1.2])
+    assert reports.short_verdict(verdict(True, (3, 3))) == "holds"
+    assert reports.short_verdict(verdict(False, (3, 1))) == "does not hold (one seed)"
+    assert reports.short_verdict(lower(spread([1.0, 2.0]), spread([1.5, 3.0]))) == "not decided"
+    assert reports.short_verdict(within(many, one)) in {"holds (one seed)", "not decided"}
+    assert reports.short_verdict("no order to test: the paper's gap is under 0.5 points") == "no order to test"
+    assert reports.short_verdict("waits for: linear") == "waits"
+    with pytest.raises(ValueError, match="none of lra_kit.claims' verdicts"):
+        reports.short_verdict("probably")
+
+
+# The LRA runs of record: each task's preset (Retrieval has no data here).
+OF_RECORD = {"text": "lra-cpu-2h", "listops": "lra-cpu-2h", "pathfinder": "lra-cpu-2h", "image": "lra-cpu-long"}
+
+
+def test_lra_budget_is_the_preset_of_record():
+    assert {task: reports.lra_budget(task) for task in reports.lra_tasks_of_record()} == OF_RECORD
+    with pytest.raises(ValueError, match="retrieval"):
+        reports.lra_budget("retrieval")
+
+
+def test_a_number_edited_by_hand_is_caught_and_regenerated(tmp_path):
+    root = _clone(tmp_path)
+    assert reports.stale(root) == []
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    table = reports.part(text, "results-table")
+    # the slow adaptive seed's test loss, as the record says it, edited by hand
+    loss = json.loads((RESULTS / "copy" / "copy-momentum+adaptive-cpu-20k-seed1.json").read_text())
+    shown = f"{loss['metrics']['test']['loss']:.4f}"
+    assert shown in table
+    readme.write_text(text.replace(shown, "0.1234"), encoding="utf-8")
+    assert reports.stale(root) == ["README.md: results-table"]
+    assert main(["report", "--check", "--root", str(root)]) == 1
+    assert main(["report", "--root", str(root)]) == 0
+    assert readme.read_text(encoding="utf-8") == text and reports.stale(root) == []
+
+
+def test_budget_costs_edited_by_hand_are_caught(tmp_path):
+    root = _clone(tmp_path)
+    budget = root / "docs" / "budget.md"
+    text = budget.read_text(encoding="utf-8")
+    costs = reports.part(text, "run-costs")
+    budget.write_text(text.replace(costs, costs.replace(" s (3)", " s (4)", 1)), encoding="utf-8")
+    assert reports.stale(root) == ["docs/budget.md: run-costs"]
+
+
+def test_a_new_record_is_picked_up(tmp_path):
+    """A Text momentum run at lra-cpu-2h, recorded after the README was written, appears in its row."""
+    lra = tmp_path / "lra"
+    lra.mkdir()
+    for path in glob.glob(str(RESULTS / "lra" / "text-*-lra-cpu-2h*.json")):
+        shutil.copy(path, lra)
+    before = reports.lra_row(tmp_path, "text")[3]
+    assert "not recorded at this budget: performer, momentum" in before
+    record = json.loads((lra / "text-linear-lra-cpu-2h.json").read_text())
+    record["config"]["model"]["attention"] = "momentum"
+    record["metrics"]["test"]["accuracy"] = 0.6321
+    (lra / "text-momentum-lra-cpu-2h.json").write_text(json.dumps(record))
+    after = reports.lra_row(tmp_path, "text")[3]
+    assert "momentum 63.2, 1 seed" in after and "not recorded at this budget: performer" in after
+    assert "not recorded at this budget: performer, momentum" not in after
+
+
+def test_the_early_budget_ranges_cover_every_recorded_attention():
+    """Image at lra-cpu: the range's low end is the lowest of all recorded attentions (Luna's), not of some."""
+    cell = reports.lra_early_row(RESULTS)[3]
+    for task in LRA_TASKS:
+        accs = [json.loads(Path(p).read_text())["metrics"]["test"]["accuracy"]
+                for p in glob.glob(str(RESULTS / "lra" / f"{task}-*-lra-cpu.json"))]
+        if not accs:
+            assert f"{task} not run" in cell
+            continue
+        assert f"{task} {100 * min(accs):.1f} %" in cell, task
+        assert f"{100 * max(accs):.1f} %" in cell.split(f"{task} ")[1].split(";")[0], task
+
+
+def test_cells_stay_short():
+    """The README's table gives headline numbers; the reading lives on the pages (no cell of hundreds of words)."""
+    table = reports.part((ROOT / "README.md").read_text(encoding="utf-8"), "results-table")
+    for line in table.splitlines()[2:]:
+        words = max(len(cell.split()) for cell in line.strip("|").split(" | "))
+        assert words <= 150, line[:80]
