@@ -22,3 +22,13 @@ def test_readme_has_python_blocks():
 def test_readme_python_block_runs(index):
     code = BLOCKS[index]
     exec(compile(code, f"README.md python block {index + 1}", "exec"), {"__name__": "__readme__"})
+
+
+def test_readme_results_table_is_up_to_date():
+    """The table of reproductions (and docs/budget.md's run costs) as results/ gives them now: regenerated in
+    memory by lra_kit.reports and compared with the files. A run recorded, or a number edited by hand, since the
+    last `make readme` fails here until `make readme` (`lra-kit report`) is run."""
+    from lra_kit.reports import stale
+
+    out = stale(README.parent)
+    assert not out, f"out of date with results/: {', '.join(out)}; run `make readme` (or `lra-kit report`)"
