@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from lra_kit.bench.generation import (
-    GROWING, METHODS, PIXELS, TINY, build_generator, default_json_path, merge_records, run, time_generation,
+    GROWING, LEAN, METHODS, PIXELS, TINY, build_generator, count_ops, default_json_path, largest_batch, merge_records,
+    run, time_generation,
 )
 from lra_kit.cli import main as cli_main
 from lra_kit.results import REQUIRED_KEYS
@@ -35,6 +36,41 @@ def test_rows_scale_a_capped_prefix_and_say_so():
         assert r["time_over_linear"] == pytest.approx(r["seconds_per_image"] / by["linear"]["seconds_per_image"])
 
 
+def test_a_budget_stops_the_uncached_softmax_and_caps_the_others():
+    """Within a budget the uncached softmax stops after its first chunk of pixels (a lower bound); the others are
+    capped from a pilot of 16 pixels (an estimate for the RNNs, a lower bound for the cache); the lean methods are
+    also timed through the modules' step, in the same process, when asked."""
+    rows = time_generation("mnist", METHODS, 1, max_pixels={}, overrides=TINY, budget_s=1e-4, reference=True)
+    by = {r["method"]: r for r in rows}
+    assert (by["softmax"]["pixels_timed"], by["softmax"]["extrapolation"]) == (8, "lower bound")
+    for method in LEAN:
+        assert by[method]["pixels_timed"] == 16
+        assert by[method]["extrapolation"] == ("lower bound" if GROWING[method] else "estimate")
+        assert by[method]["lean_speedup"] == pytest.approx(
+            by[method]["modules"]["seconds_per_image"] / by[method]["seconds_per_image"])
+    assert "modules" not in by["softmax"]
+    for r in rows:
+        assert r["ms_per_pixel"] == pytest.approx(1e3 * r["seconds"] / r["pixels_timed"])
+
+
+def test_operators_are_counted_per_pixel_and_views_apart():
+    """Katharopoulos §3.4's RNN through the lean step dispatches fewer operators per pixel than through the
+    modules; the count is per pixel (it does not grow with the pixels generated) and names each operator."""
+    model = build_generator("mnist", "linear", overrides=TINY)
+    lean, modules = count_ops(model, "linear"), count_ops(model, "linear", lean=False)
+    assert lean["ops_per_pixel"] == sum(lean["by_name"].values())
+    assert 0 <= lean["views_per_pixel"] < lean["ops_per_pixel"] < modules["ops_per_pixel"]
+    assert lean["by_name"]["addmm"] == 3 + 1 and "dropout" in modules["by_name"] and "dropout" not in lean["by_name"]
+    assert modules["by_name"]["unflatten"] > 0 and modules["views_per_pixel"] > lean["views_per_pixel"]
+
+
+def test_largest_batch_doubles_up_to_the_cap():
+    assert largest_batch("mnist", "linear", cap=1) == 1
+    assert largest_batch("mnist", "linear", cap=12) == 8  # a CPU: memory does not bound it, the cap does
+    with pytest.raises(ValueError, match="max_batch"):
+        largest_batch("mnist", "linear", cap=0)
+
+
 def test_a_capped_linear_row_is_an_estimate():
     rows = time_generation("mnist", RECURRENT, 1, max_pixels={RECURRENT[-1]: 3}, overrides=TINY)
     assert [r["extrapolation"] for r in rows] == ["none"] * (len(RECURRENT) - 1) + ["estimate"]
@@ -54,6 +90,7 @@ def test_models_are_the_papers():
     (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "lsh")), "methods"),
     (dict(methods=tuple(m for m in METHODS if m != "linear")), "linear"), (dict(batches=(0,)), "batches"),
     (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"lsh": 3}), "max_pixels"),
+    (dict(budget_s=0), "budget_s"), (dict(max_batch=0), "max_batch"),
 ])
 def test_bad_arguments_are_refused_before_any_work(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -68,10 +105,15 @@ def test_cli_writes_json_and_appends(tmp_path, capsys):
     record = json.loads(path.read_text())
     assert all(key in record for key in REQUIRED_KEYS) and record["device"] == "cpu"
     assert len(record["metrics"]["rows"]) == len(METHODS)
-    assert cli_main(base + ["--batches", "1", "2", "--append"]) == 0
+    assert all(r["ops_per_pixel"] > 0 for r in record["metrics"]["rows"])
+    assert "TorchDispatchMode" in record["config"]["ops_counted"]
+    assert cli_main(base + ["--batches", "1", "2", "--append", "--no-count", "--largest-batch", "--max-batch", "2",
+                            "--reference"]) == 0
     merged = json.loads(path.read_text())
-    assert sorted((r["batch"], r["method"]) for r in merged["metrics"]["rows"]) == sorted(
-        (b, m) for b in (1, 2) for m in METHODS)
+    rows = merged["metrics"]["rows"]
+    assert sorted((r["batch"], r["method"], r.get("batch_search", "")) for r in rows) == sorted(
+        [(b, m, "") for b in (1, 2) for m in METHODS] + [(2, m, "largest") for m in METHODS])
+    assert all("modules" in r for r in rows if r["method"] in LEAN and r.get("batch_search"))
     assert len(merged["config"]["runs"]) == 2
     assert "÷ linear" in capsys.readouterr().out
 

@@ -12,7 +12,7 @@ def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
     text = capsys.readouterr().out
     plan = gpu_check.steps(out)
     # correctness first, then a compiled training step, then speed: a lease cut short keeps what matters most
-    assert [s.name for s in plan] == ["a1", "a2", "b", "d1", "d2", "d3", "c1", "c2", "c3", "a3", "e"]
+    assert [s.name for s in plan] == ["a1", "a2", "b", "d1", "d2", "d3", "c1", "c2", "g", "c3", "a3", "e"]
     for step in plan:
         assert f"[{step.name}]" in text
         assert step.budget_s <= gpu_check.STEP_LIMIT_S and gpu_check.timeout_s(step) <= gpu_check.STEP_LIMIT_S
@@ -32,6 +32,9 @@ def test_every_step_writes_into_the_named_folder(tmp_path):
     assert "compute-sanitizer --tool memcheck" in by_name["b"]
     for name in ("d1", "d2", "d3"):
         assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
+    # the generation benchmark: both image tasks, within 3 minutes, into results/bench/generation-<gpu>.json
+    generation = next(s for s in gpu_check.steps(out) if s.name == "g")
+    assert "--tasks mnist cifar10" in by_name["g"] and "--json" not in by_name["g"] and generation.budget_s <= 180
     dtypes = {dict(s.env).get("LRA_KIT_GPU_TEST_DTYPE") for s in gpu_check.steps(out) if s.name.startswith("a")}
     assert dtypes == {"float32", "bfloat16", "float16"}
 
@@ -40,7 +43,7 @@ def test_budget_over_the_limit_names_the_step():
     long = gpu_check.Step("x", "too long", ("true",), gpu_check.STEP_LIMIT_S + 1)
     with pytest.raises(ValueError, match="step x"):
         gpu_check.check_budget([long])
-    many = [gpu_check.Step(f"s{i}", "", ("true",), 400) for i in range(4)]
+    many = [gpu_check.Step(f"s{i}", "", ("true",), 400) for i in range(5)]
     with pytest.raises(ValueError, match="add up"):
         gpu_check.check_budget(many)
 
