@@ -50,8 +50,8 @@ def test_lean_generation_gives_the_modules_tokens(case):
     assert not lean.is_inference()  # generate ran under inference_mode; its tokens can enter autograd later
 
 
-@pytest.mark.parametrize("case,width", [(CASES[0], 16), (CASES[0], 64), (CASES[2], 16), (CASES[2], 64),
-                                        (CASES[5], 16)], ids=["linear", "linear-64", "momentum", "momentum-64", "cache"])
+@pytest.mark.parametrize("case,width", [(CASES[0], 16), (CASES[0], 64), (CASES[2], 16), (CASES[2], 64), (CASES[5], 16)],
+                         ids=["linear", "linear-64", "momentum", "momentum-64", "cache"])
 def test_lean_states_and_hidden_states_are_the_modules_bit_for_bit(case, width):
     """Step by step, the lean layers' states (s, z of eqs. 18-19; s, m, z of Nguyen eq. 12; the cache) and the
     hidden state fed to the head equal Encoder.step's exactly, not merely closely; at width 16 φ maps q and k in

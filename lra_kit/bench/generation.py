@@ -367,8 +367,8 @@ def write_json(result: dict, path: Path, wall_s: float, *, append: bool = False,
 
 
 def merge_records(old: dict, new: dict) -> dict:
-    """``new`` with the rows of ``old`` that it does not re-measure (same task, batch, method and batch search), so that one
-    file can gather runs with different pixel caps; ``config.runs`` lists every run's config and date."""
+    """``new`` with the rows of ``old`` that it does not re-measure (same task, batch, method and batch search), so
+    that one file can gather runs with different pixel caps; ``config.runs`` lists every run's config and date."""
     key = lambda r: (r["task"], r["batch"], r["method"], r.get("batch_search"))  # noqa: E731
     measured = {key(r) for r in new["metrics"]["rows"]}
     if old.get("device") != new.get("device"):
