@@ -29,7 +29,7 @@ import math
 
 from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1, LUNA_TABLE1, MOMENTUM_TABLE2, MOMENTUM_TABLE4
 from lra_kit.results import spread, standard_error, steps_to_loss
-from lra_kit.viz.results import mean_range
+from lra_kit.viz.results import above_or_below, mean_range
 
 # The variants' labels (the pages' names for them): the two the papers compare everything with, and the
 # momentum variants of Nguyen et al.
@@ -197,7 +197,7 @@ def mnist_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
     if {SOFTMAX, LINEAR} <= set(runs):
         paper = k1.value("Linear (ours)", "Bits/dim") / k1.value("Softmax", "Bits/dim") - 1
         ours = bpd[LINEAR]["mean"] / bpd[SOFTMAX]["mean"] - 1
-        claims.append((claim, f"linear {ours:+.1%} above softmax; the paper {paper:+.1%}",
+        claims.append((claim, f"linear {above_or_below(1 + ours)} softmax; the paper {above_or_below(1 + paper)}",
                        verdict(ours <= paper, (bpd[LINEAR]["n"], bpd[SOFTMAX]["n"]))))
     else:
         claims.append((claim, "–", "waits for: " + ", ".join(x for x in (SOFTMAX, LINEAR) if x not in runs)))

@@ -271,3 +271,31 @@ def test_seed_band_draws_the_mean_and_the_seeds_range():
     with pytest.raises(ValueError, match="each of one or more x"):
         figures.seed_band(ax, [1, 2], [[1.0]], "x")
     plt.close(fig)
+
+
+def test_above_or_below_says_the_sign_in_words_and_never_minus_zero():
+    assert results.above_or_below(1.0896) == "9.0% above"
+    assert results.above_or_below(0.9996) == "0.04% below"  # one decimal would read 0.0%
+    assert results.above_or_below(1.00004) == "0.004% above"
+    assert results.above_or_below(1.000004) == "level with"  # 0.0004 %: zero even at three decimals
+    assert results.above_or_below(1.0) == "level with"
+    assert results.above_or_below(0.5) == "50.0% below"
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="ratio must be a finite number > 0"):
+            results.above_or_below(bad)
+
+
+def test_results_dir_finds_the_repositorys_results_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.delenv("LRA_KIT_RESULTS", raising=False)
+    (tmp_path / "results").mkdir()  # some other results/ folder above a downloaded notebook
+    (tmp_path / "nb").mkdir()
+    monkeypatch.chdir(tmp_path / "nb")
+    assert results.results_dir() is None
+    assert "LRA_KIT_RESULTS" in results.results_hint() and str(tmp_path) not in results.results_hint()
+    (tmp_path / "results" / "record.sh").write_text("")  # the repository's has its record script
+    assert results.results_dir() == tmp_path / "results"
+    monkeypatch.setenv("LRA_KIT_RESULTS", str(tmp_path / "elsewhere"))
+    with pytest.raises(ValueError, match="LRA_KIT_RESULTS must name the repository's results/ folder"):
+        results.results_dir()
+    (tmp_path / "elsewhere").mkdir()
+    assert results.results_dir() == tmp_path / "elsewhere"

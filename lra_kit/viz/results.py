@@ -5,6 +5,7 @@ the runs are (:func:`results_hint`).
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,24 +13,32 @@ from pathlib import Path
 import numpy as np
 
 
+RESULTS_ENV = "LRA_KIT_RESULTS"
+MARK = "record.sh"  # the file that tells the repository's results/ from any other folder of that name
+
+
 def results_dir() -> Path | None:
     """The repository's committed ``results/`` folder, where the recorded runs are.
 
-    ``$LRA_KIT_RESULTS`` if set; else the first ``results/`` folder at or above the working directory
-    (a chapter run inside a clone); else None (a chapter downloaded as ``.ipynb`` and run elsewhere: it
-    then says where the runs are, see :func:`results_hint`). Pages print paths relative to the repository,
-    never this absolute path.
+    ``$LRA_KIT_RESULTS`` if set (a ValueError names it if it is not a folder); else the first ``results/``
+    folder at or above the working directory that holds ``record.sh``, as the repository's does (a chapter run
+    inside a clone); else None (a chapter downloaded as ``.ipynb`` and run elsewhere: it then says where the
+    runs are, see :func:`results_hint`, and never that they were not recorded). Pages print paths relative to
+    the repository, never this absolute path.
     """
-    env = os.environ.get("LRA_KIT_RESULTS")
+    env = os.environ.get(RESULTS_ENV)
     if env:
+        if not Path(env).is_dir():
+            raise ValueError(f"{RESULTS_ENV} must name the repository's results/ folder; it names no folder: {env}")
         return Path(env)
-    return next((p / "results" for p in (Path.cwd(), *Path.cwd().parents) if (p / "results").is_dir()), None)
+    here = Path.cwd()
+    return next((p / "results" for p in (here, *here.parents) if (p / "results" / MARK).is_file()), None)
 
 
 def results_hint(what: str = "the recorded runs") -> str:
     """One line for a page that cannot find ``results/``: where the runs are and how to point at them."""
     return (f"{what} are committed in the lra_kit repository under results/; this notebook runs outside a "
-            "clone. Clone the repository and open the notebook there, or set LRA_KIT_RESULTS to the path of "
+            f"clone. Clone the repository and open the notebook there, or set {RESULTS_ENV} to the path of "
             "its results/ folder, then re-run.")
 
 
@@ -95,6 +104,22 @@ def mean_range(s: dict, digits: int = 3) -> str:
     if s["n"] - s["missed"] > 1:
         text += f" [{s['min']:.{digits}f}, {s['max']:.{digits}f}]"
     return text + (f" ({s['missed']} of {s['n']} never)" if s["missed"] else "")
+
+
+def above_or_below(ratio: float, max_digits: int = 3) -> str:
+    """``ratio`` = a / b as words for a table: ``9.0% above``, ``0.04% below``, or ``level with`` where it is
+    exactly 1 or rounds to 0 % even at ``max_digits`` decimals. One decimal unless the difference needs more to
+    show at all, so that a small difference is never written ``-0.0%``."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        raise ValueError(f"ratio must be a finite number > 0, got {ratio}")
+    if max_digits < 1:
+        raise ValueError(f"max_digits must be >= 1, got {max_digits}")
+    diff = 100 * (ratio - 1)
+    for digits in range(1, max_digits + 1):
+        text = f"{abs(diff):.{digits}f}"
+        if float(text) > 0:
+            return f"{text}% {'above' if diff > 0 else 'below'}"
+    return "level with"
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
