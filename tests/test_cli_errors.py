@@ -118,7 +118,7 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch, capsys):
     assert "interrupted (run the same command again to resume" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("option,value", [("--n", "0"), ("--prompt", "0"), ("--temperature", "0"),
+@pytest.mark.parametrize("option,value", [("--n", "0"), ("--prompt", "0"), ("--temperature", "-1"),
                                           ("--temperature", "nan"), ("--show", "-1")])
 def test_generate_checks_its_options_first(tmp_path, option, value, capsys):
     assert main(["generate", str(tmp_path), option, value]) == 1

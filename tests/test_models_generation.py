@@ -138,6 +138,28 @@ def test_generate_rejects_bad_arguments():
         model.generate(torch.zeros(2, 0, dtype=torch.long), 3)
     with pytest.raises(ValueError, match="max_length"):
         model.generate(torch.zeros(2, 5, dtype=torch.long), 100)
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            model.generate(torch.zeros(2, 1, dtype=torch.long), 3, temperature=bad)
+
+
+@pytest.mark.parametrize("recurrent,lean", [(True, True), (True, False), (False, False)])
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_temperature_zero_is_greedy(attention, recurrent, lean):
+    """Temperature 0 is the limit of softmax(log p / T): the argmax at every step, whatever the generator."""
+    model = lm(attention, {}, "residual")
+    prompt = torch.tensor([[3, 1], [4, 1]])
+    greedy = model.generate(prompt, 12, greedy=True, recurrent=recurrent, lean=lean)
+    for seed in (0, 1):
+        gen = torch.Generator().manual_seed(seed)
+        cold = model.generate(prompt, 12, temperature=0.0, generator=gen, recurrent=recurrent, lean=lean)
+        assert torch.equal(cold, greedy)
+    # each new token is the argmax of the model's next-token distribution on its prefix
+    with torch.no_grad():
+        expected = model.eval()(greedy[:, :-1])[:, prompt.shape[1] - 1:].argmax(-1)
+    assert torch.equal(greedy[:, prompt.shape[1]:], expected)
+    sampled = model.generate(prompt, 12, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert not torch.equal(sampled, greedy)  # sampling differs: the check above is not vacuous
 
 
 def test_logistic_mixture_is_a_distribution_and_learns():

@@ -92,13 +92,18 @@ class CausalLM(nn.Module):
         graph and replayed per position. ``lean=False`` steps through the modules (``Encoder.step``),
         the readable reference. Runs under ``torch.inference_mode()``; the tokens returned are an
         ordinary tensor.
+
+        Each new token is drawn from ``softmax(log p / temperature)`` with ``generator``;
+        ``temperature=0`` (the limit of that distribution) or ``greedy=True`` takes the most likely
+        token instead (argmax; nothing is drawn from ``generator``).
         """
         if prompt.dim() != 2 or prompt.shape[1] < 1:
             raise ValueError(f"prompt must have shape (batch, n0 >= 1), got {tuple(prompt.shape)}")
         if prompt.shape[1] + max_new_tokens > self.max_length:
             raise ValueError(f"prompt length + max_new_tokens must be <= max_length={self.max_length}")
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if not (math.isfinite(temperature) and temperature >= 0):
+            raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got {temperature}")
+        greedy = greedy or temperature == 0
         was_training = self.training
         self.eval()
         try:

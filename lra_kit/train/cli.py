@@ -63,8 +63,8 @@ def _check_generate_args(args) -> None:
     for name, low in (("n", 1), ("prompt", 1), ("show", 0)):
         if getattr(args, name) < low:
             raise ConfigError(f"--{name} must be >= {low}, got {getattr(args, name)}")
-    if not (math.isfinite(args.temperature) and args.temperature > 0):
-        raise ConfigError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise ConfigError(f"--temperature must be a finite number >= 0 (0: greedy), got {args.temperature}")
 
 
 def _eval(args) -> int:
@@ -186,7 +186,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--n", type=int, default=16, help="number of samples")
     p.add_argument("--prompt", type=int, default=1, help="image tasks: pixels of test images given as the prompt")
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature; 0: greedy (the argmax)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--show", type=int, default=3, help="copy task: print this many examples")
     p.add_argument("--out", help="PNG path (default RUN_DIR/samples.png)")
