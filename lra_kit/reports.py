@@ -279,8 +279,9 @@ def web_row(results: Path) -> list[str]:
     rows = {r["method"]: r for r in record["metrics"]["rows"]}
     label = {"recurrent": "linear as an RNN", "kv-cache": "softmax with a key/value cache",
              "recompute": "softmax re-run on the prefix"}
-    cells = [f"{label[m]} {_sig(r['ms_per_pixel'])} ms/pixel, {_sig(r['wall_seconds'])} s a digit, last 100 ÷ "
-             f"first 100 pixels {_sig(r['last100_over_first100'])}" for m, r in rows.items() if m in label]
+    cells = [f"{label[m]} {_sig(r['ms_per_pixel'])} ms/pixel, {_sig(r['wall_seconds'])} s a digit, end ÷ start "
+             f"(blocks of {page.BLOCK} pixels) {_sig(g) if (g := page.end_over_start(r)) is not None else '–'}"
+             for m, r in rows.items() if m in label]
     checks = page.claims(record)
     held = sum(1 for _, holds, _ in checks if holds)
     return [*head, "; ".join(cells) + f"; peak JS heap {record['metrics']['peak_js_heap_bytes'] / 2**20:.1f} MiB. "

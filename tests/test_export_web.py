@@ -228,24 +228,3 @@ def test_export_of_an_unfinished_run_says_so(tmp_path):
     prov = export_run(str(tmp_path / "run"), str(tmp_path / "out"))["provenance"]
     assert (prov["finished"], prov["checkpoint_step"], prov["dev_bits_per_dim"]) == (False, 3000, 1.25)
     assert prov["test_bits_per_dim"] is None and prov["planned_steps"] == cfg.train.steps
-
-
-def _record(linear_ratio: float, recompute_ratio: float, linear_seconds: float) -> dict:
-    row = {"ms_per_pixel": 0.2, "wall_seconds": linear_seconds, "bytes_kept": 1000}
-    return {"metrics": {"rows": [
-        {"model": "mnist-linear", "method": "recurrent", **row, "last100_over_first100": linear_ratio},
-        {"model": "mnist-softmax", "method": "kv-cache", **row, "bytes_kept": 10**6, "last100_over_first100": 2.0},
-        {"model": "mnist-softmax", "method": "recompute", **row, "last100_over_first100": recompute_ratio}],
-        "python_same_models": []}}
-
-
-def test_page_verdicts_follow_the_record():
-    from lra_kit.web import page
-
-    assert all(holds for _, holds, _ in page.claims(_record(1.05, 40.0, 1.2)))
-    flat, faster, cache, digit = (holds for _, holds, _ in page.claims(_record(1.6, 3.0, 7.5)))
-    assert (flat, faster, cache, digit) == (False, False, True, False)
-    assert all(holds is None for _, holds, _ in page.claims({}))
-    table = page.result_markdown(_record(1.05, 40.0, 1.2), bench={})
-    assert table.count("\n") == 4 and "re-run on the prefix" in table
-    assert page.median_ratio({"ms_series": [1.0] * 100 + [3.0] * 100}) == 3.0

@@ -9,6 +9,10 @@
 (function () {
   "use strict";
   const COLORS = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c"];
+  // The cost of a digit is compared in blocks of BLOCK pixels (LraWeb.blockRatio): the fastest of the last ENDS
+  // blocks over the fastest of the first ENDS. A panel lets the browser paint after each block, or sooner when a
+  // stretch of pixels has run for PAUSE_MS (the re-run on the prefix, whose single pixels are long).
+  const BLOCK = 50, ENDS = 3, PAUSE_MS = 50;
   const METHOD_LABEL = { recurrent: "RNN state", "kv-cache": "key/value cache", recompute: "re-run on the prefix" };
 
   function el(tag, attrs, ...children) {
@@ -144,10 +148,11 @@
         { ylabel: { text: "bytes kept between pixels (log scale)", fmt: fmtBytes }, log: true });
     }
 
+    // A stopped run reports no ratio: its last pixels are not the digit's last (blockRatio gives null).
     function summary(r) {
-      const first = r.ms.slice(0, 100), last = r.ms.slice(-100);
-      return { ms_per_pixel: mean(r.ms), first100: mean(first), last100: mean(last),
-        ratio: r.ms.length >= 200 ? mean(last) / mean(first) : NaN, seconds: r.wall / 1000, new_pixels: r.ms.length };
+      const ratio = LraWeb.blockRatio(r.ms, { block: BLOCK, ends: ENDS, finished: r.finished === true });
+      return { ms_per_pixel: mean(r.ms), block_ms: LraWeb.blockTimes(r.ms, BLOCK), ratio,
+        seconds: r.wall / 1000, new_pixels: r.ms.length, finished: r.finished === true };
     }
 
     function showTable(runs) {
@@ -156,14 +161,16 @@
         const rec = (recorded.chromium || {})[key], py = (recorded.python || {})[key];
         const cell = (v, d) => (v == null || Number.isNaN(v) ? "–" : Number(v).toFixed(d));
         return `<tr><td style="color:${p.color}">${p.model.cfg.attention}, ${METHOD_LABEL[p.method]}</td>` +
-          `<td>${cell(s.ms_per_pixel, 3)}</td><td>${cell(s.ratio, 2)}</td><td>${cell(s.seconds, 2)}</td>` +
+          `<td>${cell(s.ms_per_pixel, 3)}</td><td>${s.finished || !s.new_pixels ? cell(s.ratio, 2) : "– (stopped)"}</td><td>${cell(s.seconds, 2)}</td>` +
           `<td>${rec ? cell(rec.ms_per_pixel, 3) : "–"}</td><td>${rec ? cell(rec.ratio, 2) : "–"}</td>` +
           `<td>${py ? cell(py.ms_per_pixel, 2) : "–"}</td><td>${py ? py.label : "–"}</td></tr>`;
       });
       table.innerHTML = "<table class='lrakit-compare-table'><thead><tr><th>model</th><th>ms/pixel here</th>" +
-        "<th>last 100 ÷ first 100 here</th><th>seconds here</th><th>ms/pixel recorded (headless Chromium)</th>" +
-        "<th>ratio recorded</th><th>ms/pixel, Python benchmark</th><th>its model</th></tr></thead><tbody>" +
+        "<th>end ÷ start here</th><th>seconds here</th><th>ms/pixel recorded (headless Chromium)</th>" +
+        "<th>end ÷ start recorded</th><th>ms/pixel, Python benchmark</th><th>its model</th></tr></thead><tbody>" +
         rows.join("") + "</tbody></table>" +
+        `<p style="font-size:90%;color:#555">End ÷ start: the fastest of a digit's last ${ENDS} blocks of ${BLOCK} ` +
+        `pixels over the fastest of its first ${ENDS}; none for a stopped run.</p>` +
         (recorded.note ? `<p style="font-size:90%;color:#555">${recorded.note}</p>` : "");
     }
 
@@ -176,7 +183,7 @@
       const d = digits.pixels[Number(digitSel.value)];
       const prompt = mode === "complete" ? d.slice(0, 392) : [0];
       const chosen = only ? only.map((i) => panels[i]) : panels;
-      const runs = panels.map(() => ({ ms: [], bytes: [], start: prompt.length, wall: 0, pixels: [] }));
+      const runs = panels.map(() => ({ ms: [], bytes: [], start: prompt.length, wall: 0, pixels: [], finished: false }));
       root.dataset.state = "running";
       status.textContent = mode === "complete" ? "completing the bottom half…" : "generating…";
       let lastDraw = 0;
@@ -189,30 +196,37 @@
         const sess = p.model.session(p.method);
         let logp = p.model.prefill(sess, prompt);
         const out = prompt.slice();
-        let slice = LraWeb.now();
+        // One clock stamp between consecutive pixels (a pixel's time: its draw from the model's output, the
+        // model's step and the count of the state's bytes), so that a stretch of pixels adds up to one interval
+        // of the clock; the canvas is painted between stretches, untimed.
+        let shown = out.length, stretch = LraWeb.now(), prev = stretch;
         while (out.length < 784 && !stopping) {
-          const a = LraWeb.now();
           const v = LraWeb.choose(logp, temperature, rand);
           out.push(v);
           if (out.length < 784) logp = p.model.step(sess, v);
-          const b = LraWeb.now();
-          r.ms.push(b - a);
           r.bytes.push(p.model.stateBytes(sess));
-          drawPixel(p.ctx, out.length - 1, v, SCALE);
-          if (b - slice > 12) {
+          const t = LraWeb.now();
+          r.ms.push(t - prev);
+          prev = t;
+          if ((out.length - prompt.length) % BLOCK === 0 || t - stretch > PAUSE_MS || out.length === 784) {
+            for (; shown < out.length; shown++) drawPixel(p.ctx, shown, out[shown], SCALE);
             sampleHeap();
-            if (b - lastDraw > 100) { redrawPlots(runs); lastDraw = b; }
+            if (t - lastDraw > 100) { redrawPlots(runs); lastDraw = t; }
             await yieldToBrowser();
-            slice = LraWeb.now();
+            stretch = prev = LraWeb.now();
           }
         }
+        for (; shown < out.length; shown++) drawPixel(p.ctx, shown, out[shown], SCALE);
         r.wall = LraWeb.now() - t0;
         r.pixels = out;
-        p.box.dataset.state = out.length === 784 ? "done" : "stopped";
+        r.finished = out.length === 784;
+        p.box.dataset.state = r.finished ? "done" : "stopped";
         const sm = summary(r);
+        const black = temperature === null && out.slice(prompt.length).every((x) => x === 0);
         p.read.textContent = `${sm.new_pixels} pixels in ${sm.seconds.toFixed(2)} s; ${sm.ms_per_pixel.toFixed(3)} ms/pixel` +
-          (Number.isNaN(sm.ratio) ? "" : `; last 100 ÷ first 100 = ${sm.ratio.toFixed(2)}`) +
-          `; keeps ${fmtBytes(r.bytes[r.bytes.length - 1] || 0)}`;
+          (sm.ratio === null ? (r.finished ? "" : "; stopped: no end ÷ start") : `; end ÷ start = ${sm.ratio.toFixed(2)}`) +
+          `; keeps ${fmtBytes(r.bytes[r.bytes.length - 1] || 0)}` +
+          (black ? "; greedy: black was the most likely value of every pixel" : "");
       };
       // The fast panels first, side by side; then the re-run on the prefix, whose single steps take long
       // enough to starve the others of the browser's time if they shared it (their timings would not change,

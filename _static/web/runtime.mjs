@@ -394,6 +394,33 @@
     return out;
   }
 
+  // ---- the cost of a digit, block by block (lra_kit.web.page.block_times / block_ratio) ------------------
+  // The milliseconds of each pixel in blocks of `block` consecutive pixels, summed (full blocks only). The page
+  // stamps the clock once between pixels, so inside a stretch without a pause the pixels' times add up to one
+  // interval of the clock: a block is timed to a tick or two (Chromium's performance.now() ticks in 0.1 ms),
+  // where one pixel of the RNN (a quarter of a millisecond) is only two or three ticks long.
+  function blockTimes(ms, block = 50) {
+    if (!(Number.isInteger(block) && block >= 1)) throw new Error(`block must be an integer >= 1, got ${block}`);
+    const out = [];
+    for (let i = 0; i + block <= ms.length; i += block) {
+      let sum = 0;
+      for (let k = i; k < i + block; k++) sum += ms[k];
+      out.push(sum);
+    }
+    return out;
+  }
+
+  // How a digit's cost per pixel changed from its start to its end: the fastest of its last `ends` blocks over
+  // the fastest of its first `ends` (the fastest, because an interruption by the operating system only ever adds
+  // time). null for a run that was stopped (its end is not the digit's end) or has fewer than 2·ends blocks.
+  function blockRatio(ms, { block = 50, ends = 3, finished = true } = {}) {
+    if (!(Number.isInteger(ends) && ends >= 1)) throw new Error(`ends must be an integer >= 1, got ${ends}`);
+    const blocks = blockTimes(ms, block);
+    if (!finished || blocks.length < 2 * ends) return null;
+    const first = Math.min(...blocks.slice(0, ends)), last = Math.min(...blocks.slice(-ends));
+    return first > 0 ? last / first : null;
+  }
+
   function now() {
     return typeof performance !== "undefined" ? performance.now() : Date.now();
   }
@@ -409,7 +436,8 @@
     return loadModel(reg[name].manifest, reg[name].weights);
   }
 
-  const api = { Model, loadModel, registeredModel, generate, choose, argmax, mulberry32, layerNorm, logSoftmax, METHODS, now };
+  const api = { Model, loadModel, registeredModel, generate, choose, argmax, mulberry32, layerNorm, logSoftmax, METHODS, now,
+    blockTimes, blockRatio };
   root.LraWeb = api;
   if (typeof module !== "undefined" && module.exports) module.exports = api;
 })(typeof globalThis !== "undefined" ? globalThis : this);

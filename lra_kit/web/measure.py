@@ -1,16 +1,25 @@
 """Time the exported models generating a whole digit in headless Chromium, and in PyTorch on the same machine.
 
 ``python -m lra_kit.web.measure [--out results/web/generation-chromium.json]`` opens the page's widget
-(:func:`lra_kit.web.page.demo_html`, from disk, offline) in headless Chromium driven by selenium and runs
-each panel alone — the first pixel given (0), the other 783 sampled at temperature 1 from seed 0 — and
-records, per panel, the milliseconds of every pixel's step (the model's step and the draw from its
-output; not the drawing on the canvas), their mean, the mean of the last 100 over the mean of the first
-100, the wall time of the whole digit with the page painting as it goes, the bytes of attention state
-kept at the end, and the page's peak JS heap (after one untimed warm-up digit of the fast panels, so that
-the JIT's first compilations do not count as the first pixels' cost) (``performance.memory``, precise). For reference it
-times lra_kit's own PyTorch generation of the same models in this process (one thread, the same
-protocol, ``CausalLM.generate``'s steps). Chromium's ``performance.now()`` ticks in 0.1 ms without
-cross-origin isolation: single pixels are quantised, means over 100 are not.
+(:func:`lra_kit.web.page.demo_html`, from disk, offline) in headless Chromium driven by selenium and runs each
+panel alone: the first pixel given (0), the other 783 sampled at temperature 1 from seed 0, the same digit
+``--repeats`` times for the fast panels (once for the re-run on the prefix, minutes a digit), after one untimed
+warm-up digit of the fast panels so that the JIT's first compilations do not count as the first pixels' cost.
+
+It records, per panel and run, the milliseconds of every pixel (the draw from the model's output, the model's
+step, the count of the state's bytes; the page stamps its clock once between consecutive pixels and paints the
+canvas between blocks of 50, untimed); their mean; the blocks of 50 pixels summed, each the fastest of the runs,
+and the page's statistic of growth on them (:func:`lra_kit.web.page.end_over_start`: the fastest of the last
+three blocks over the fastest of the first three); the wall time of the whole digit with the page painting as
+it goes (the median run); the bytes of attention state kept at the end; and the page's peak JS heap
+(``performance.memory``, precise). For reference it times lra_kit's own PyTorch generation of the same models
+in this process (one thread, the same protocol, ``CausalLM.generate``'s steps).
+
+Chromium's ``performance.now()`` ticks in 0.1 ms without cross-origin isolation: a single pixel of the RNN is
+a tick or a few, a block of 50 pixels tens of ticks or more, and since consecutive pixels share their stamps, a
+block's sum is one interval of the clock. On a shared machine the operating system interrupts the browser for
+milliseconds at a time: a block it hits costs more, but rarely the same block in every run, hence the fastest of
+the runs. The record says how busy the machine was (the load average before and after, and the cores).
 """
 from __future__ import annotations
 
@@ -25,7 +34,8 @@ from pathlib import Path
 import torch
 
 from lra_kit.results import make_results, write_results
-from lra_kit.web.page import MODELS, RECORD, STATIC, available_panels, demo_html
+from lra_kit.web.page import (BLOCK, ENDS, MODELS, RECORD, STATIC, available_panels, demo_html, end_over_start,
+                              fastest_blocks)
 
 
 def _cpu_name() -> str:
@@ -38,12 +48,15 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-def _summary(ms: list[float]) -> dict:
-    first, last = ms[:100], ms[-100:]
-    mean = sum(ms) / len(ms)
-    first_ms, last_ms = sum(first) / len(first), sum(last) / len(last)
-    return {"pixels": len(ms), "ms_per_pixel": mean, "first100_ms": first_ms, "last100_ms": last_ms,
-            "last100_over_first100": last_ms / first_ms}
+def _summary(runs: list[list[float]], finished: bool = True) -> dict:
+    """A panel's runs of one digit summed up: the mean milliseconds per pixel over all runs, the blocks of
+    :data:`~lra_kit.web.page.BLOCK` pixels (each the fastest of the runs) and their end ÷ start
+    (:func:`lra_kit.web.page.end_over_start`; None for a stopped run)."""
+    row = {"pixels": len(runs[0]), "finished": finished, "repeats": len(runs),
+           "ms_per_pixel": sum(map(sum, runs)) / sum(map(len, runs)), "block_pixels": BLOCK,
+           "block_ms": [round(b, 4) for b in fastest_blocks(runs)],
+           "ms_runs": [[round(x, 4) for x in ms] for ms in runs]}
+    return {**row, "end_over_start": end_over_start(row)}
 
 
 @torch.no_grad()
@@ -73,7 +86,7 @@ def python_times(name: str, method: str, seed: int = 0) -> dict:
             if i + 1 < 783:
                 h, states = model.encoder.step(model.embed(nxt[:, None], offset=tokens.shape[1] - 1)[:, 0], states)
             ms.append(1000 * (time.perf_counter() - a))
-    return {"model": name, "method": method, "seconds": time.perf_counter() - start, **_summary(ms)}
+    return {"model": name, "method": method, "seconds": time.perf_counter() - start, **_summary([ms])}
 
 
 def _run_and_wait(session, panels: list[int], timeout: float = 1800.0) -> dict:
@@ -89,7 +102,8 @@ def _run_and_wait(session, panels: list[int], timeout: float = 1800.0) -> dict:
     return result
 
 
-def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[list[dict], dict, int]:
+def browser_times(panels, chromium: str, driver: str, seed: int = 0,
+                  repeats: int = 5) -> tuple[list[dict], dict, int]:
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -117,10 +131,11 @@ def browser_times(panels, chromium: str, driver: str, seed: int = 0) -> tuple[li
             fast = [i for i, (_, method) in enumerate(panels) if method != "recompute"]
             _run_and_wait(session, fast)
             for i, (name, method) in enumerate(panels):
-                r = _run_and_wait(session, [i])["runs"][i]
-                rows.append({"model": name, "method": method, "wall_seconds": r["wall"] / 1000,
-                             "bytes_kept": r["bytes"][-1], **_summary(r["ms"]),
-                             "ms_series": [round(x, 4) for x in r["ms"]]})
+                runs = [_run_and_wait(session, [i])["runs"][i] for _ in range(1 if method == "recompute" else repeats)]
+                walls = sorted(r["wall"] / 1000 for r in runs)
+                rows.append({"model": name, "method": method, "wall_seconds": walls[len(walls) // 2],
+                             "bytes_kept": runs[0]["bytes"][-1],
+                             **_summary([r["ms"] for r in runs], all(r["finished"] for r in runs))})
             peak = session.execute_script("return window.LraWebDemo.peakHeap()")
         caps = session.capabilities
         browser = {"name": caps.get("browserName"), "version": caps.get("browserVersion"), "headless": True,
@@ -135,6 +150,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(RECORD),
                         help="the results file (default results/web/generation-chromium.json)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="runs of the same digit for each fast panel (default 5; the re-run on the prefix: 1)")
     args = parser.parse_args(argv)
     chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
                     None)
@@ -146,7 +163,9 @@ def main(argv=None) -> int:
         raise SystemExit(f"measure: no exported models in {MODELS} (lra-kit export-web RUN_DIR {MODELS})")
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    rows, browser, peak = browser_times(panels, chromium, driver, args.seed)
+    if args.repeats < 1:
+        raise SystemExit(f"measure: --repeats must be >= 1, got {args.repeats}")
+    rows, browser, peak = browser_times(panels, chromium, driver, args.seed, args.repeats)
     python = [python_times(n, m, args.seed) for n, m in panels]
     wall = time.perf_counter() - start
     linear = [r for r in rows if r["method"] == "recurrent" and r["model"] == "mnist-linear"]
@@ -157,18 +176,28 @@ def main(argv=None) -> int:
                "linear_digit_seconds": linear[0]["wall_seconds"] if linear else None}
     config = {"panels": [f"{n}:{m}" for n, m in panels], "prompt": "the first pixel (0) given, 783 sampled",
               "temperature": 1.0, "seed": args.seed, "models": models,
-              "timer": "performance.now() around each pixel's step and draw (0.1 ms ticks in Chromium)",
+              "timer": "performance.now() stamped once between consecutive pixels (each pixel: the draw from the "
+                       "model's output, its step, the count of the state's bytes); the canvas painted between "
+                       f"blocks of {BLOCK}, untimed; 0.1 ms ticks in Chromium",
+              "growth": f"end_over_start: blocks of {BLOCK} pixels, each the fastest of the panel's runs; the "
+                        f"fastest of the last {ENDS} over the fastest of the first {ENDS} "
+                        "(lra_kit.web.page.end_over_start)",
+              "repeats": {"fast panels": args.repeats, "recompute": 1},
               "python": "lra_kit CausalLM, torch.set_num_threads(1), the same protocol"}
+    load_after, cores = os.getloadavg()[0], os.cpu_count()
+    shared = (f"the machine was shared: its 1-minute load average was {load_before:.2f} before the run and "
+              f"{load_after:.2f} after, on {cores} cores" if max(load_before, load_after) >= 0.5 else None)
     record = make_results(metrics=metrics, config=config, scale="web", steps=1, seed=args.seed, wall_s=wall,
                           device="cpu", experiment="web/generation-chromium", browser=browser,
-                          hardware={"cpu": _cpu_name(), "cores": os.cpu_count(),
+                          hardware={"cpu": _cpu_name(), "cores": cores, "shared": shared,
                                     "load_average_1min": {"before": round(load_before, 2),
-                                                          "after": round(os.getloadavg()[0], 2)}})
+                                                          "after": round(load_after, 2)}})
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     write_results(record, args.out)
     for r in rows:
-        print(f"{r['model']:>14} {r['method']:>9}: {r['ms_per_pixel']:.3f} ms/pixel, last100/first100 "
-              f"{r['last100_over_first100']:.2f}, digit {r['wall_seconds']:.2f} s, keeps {r['bytes_kept']:,} B")
+        growth = "–" if r["end_over_start"] is None else f"{r['end_over_start']:.2f}"
+        print(f"{r['model']:>14} {r['method']:>9}: {r['ms_per_pixel']:.3f} ms/pixel, end ÷ start {growth}, "
+              f"digit {r['wall_seconds']:.2f} s, keeps {r['bytes_kept']:,} B")
     print(f"peak JS heap {peak:,} B; {browser['name']} {browser['version']}; wrote {args.out}")
     return 0
 

@@ -3,9 +3,10 @@
 Presses *generate* and *complete* and checks that each fast panel (the linear RNN, softmax with its
 key/value cache) draws a full 28×28 image that is not one uniform value, that every panel recorded a
 milliseconds-per-pixel series (the re-run-on-the-prefix panel needs minutes for a whole digit, so it is
-stopped once the others are done), that *complete* kept the test digit's top half, and that the page
-logged no error. ``make test-browser`` builds the book and runs this file; without selenium, a Chromium or
-the built page it is skipped with the reason.
+stopped once the others are done) and a finished panel its end ÷ start while the stopped one reports none,
+that *complete* kept the test digit's top half, that temperature 0 is greedy decoding (the page says so when
+every pixel came out black), and that the page logged no error. ``make test-browser`` builds the book and
+runs this file; without selenium, a Chromium or the built page it is skipped with the reason.
 """
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def _errors(browser) -> list[str]:
             and any(mark in e["message"] for mark in ("_static/web/", "LraWeb", "lrakit", "LRA_WEB"))]
 
 
-def _press_and_wait(browser, button: str, timeout: float = 300.0) -> dict:
+def _press_and_wait(browser, button: str, timeout: float = 300.0, temperature: str = "1") -> dict:
     """Press a button, wait for the fast panels to finish, stop the rest; return the run's record."""
     widget = browser.find_element("css selector", ".lrakit-webgen")
+    browser.execute_script(f"document.querySelector('.lrakit-temperature').value = '{temperature}';")
     before = browser.execute_script("return window.LraWebDemo.runs.length")
     widget.find_element("css selector", f"button.lrakit-{button}").click()
     deadline = time.monotonic() + timeout
@@ -85,6 +87,9 @@ def test_button_draws_full_images_and_records_the_cost(browser, button):
             assert len(set(r["pixels"][start:])) > 1, f"{r['name']}: the generated pixels are one uniform value"
             if button == "complete":
                 assert r["pixels"][:392] == chosen[:392], "complete must keep the test digit's top half"
+            assert r["finished"] and r["ratio"] > 0, f"{r['name']} ({r['method']}): a finished digit has end ÷ start"
+        else:  # stopped before its last pixel: its last pixels are not the digit's, so no end ÷ start
+            assert not r["finished"] and r["ratio"] is None, f"{r['name']} ({r['method']}) was stopped"
     # the canvases hold the images: some pixel of each fast panel's canvas differs from its first
     for panel in browser.find_elements("css selector", ".lrakit-panel"):
         if panel.get_attribute("data-method") not in FAST:
@@ -96,4 +101,22 @@ def test_button_draws_full_images_and_records_the_cost(browser, button):
         assert values > 2, "the canvas shows no image"
     table = browser.find_element("css selector", ".lrakit-compare").text
     assert "ms/pixel here" in table
+    assert _errors(browser) == []
+    readouts = [p.find_element("css selector", ".lrakit-readout").text
+                for p in browser.find_elements("css selector", ".lrakit-panel")
+                if p.get_attribute("data-method") not in FAST]
+    assert all("stopped: no end ÷ start" in text for text in readouts), readouts
+
+
+def test_temperature_zero_is_greedy_decoding(browser):
+    """Greedy decoding of these models from the black first pixel is black at every step (the page says so and
+    the page's own cell counts it with lra_kit's generate(greedy=True)); the readout names it."""
+    run = _press_and_wait(browser, "generate", temperature="0")
+    assert run["temperature"] is None  # the widget's greedy: no temperature, the argmax
+    for r in run["runs"]:
+        if r["method"] in FAST:
+            assert set(r["pixels"][1:]) == {0}, f"{r['name']}: greedy decoding drew {set(r['pixels'][1:])}"
+    for panel in browser.find_elements("css selector", ".lrakit-panel"):
+        assert "greedy: black was the most likely value of every pixel" in \
+            panel.find_element("css selector", ".lrakit-readout").text
     assert _errors(browser) == []
