@@ -167,7 +167,7 @@ def attention_weights(attn, x: torch.Tensor, p: torch.Tensor | None = None) -> t
 
     softmax: softmax(QKᵀ/√d) with the causal mask (eq. 2/8); linear: φ(q_i)ᵀφ(k_j)/Σ_{j'≤i}φ(q_i)ᵀφ(k_{j'})
     (eq. 9); momentum: the same kernel matrix times the momentum weights W_ij (eq. 13). Luna: the
-    token-to-token weights of causal Luna, (1/i) Σ_c A_unpack[i, c] A_pack[j, c] for j ≤ i (§3.3).
+    token-to-token weights of causal Luna, (1/i) Σ_c A_unpack[i, c] A_packᵀ[j, c] for j ≤ i (§3.3).
     Each from :mod:`lra_kit.attention.naive` applied to V = I. ``p``: causal Luna's learned P (l, d).
     """
     draw = _WEIGHTS.get(type(attn))
@@ -227,7 +227,7 @@ ATTENTIONS = tuple(name for name, spec in REGISTRY.items() if spec.module in _WE
 
 
 def luna_pack_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """(batch, heads, N, l) A_pack = ω(X W_pc (P W_pq)ᵀ/√d_h) of causal Luna (§3.3): what each P slot takes
+    """(batch, heads, N, l) A_packᵀ = ω(X W_pc (P W_pq)ᵀ/√d_h) of causal Luna (§3.3): what each P slot takes
     from each token; ``p`` the layer's learned P (l, d)."""
     if not getattr(attn, "causal", False) or not hasattr(attn, "pc_proj"):
         raise TypeError("attn must be a causal Luna module")
@@ -242,7 +242,7 @@ def luna_pack_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 def luna_token_weights(attn, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """Causal Luna's effective weights on V: Y = f(A_unpack, A_pack, V) with V = I (§3.3, eq. 7's loop)."""
+    """Causal Luna's effective weights on V: Y = f(A_unpack, A_packᵀ, V) with V = I (§3.3, eq. 7's loop)."""
     x = x.double()
     a_pack = luna_pack_weights(attn, x, p)
     with torch.no_grad():
@@ -358,3 +358,72 @@ def draw_attention_maps(maps: list[torch.Tensor], word_length: int, title: str =
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def luna_packing(run: dict, sample: int = 0) -> list[torch.Tensor]:
+    """Per layer of a causal Luna ``run``, the (heads, N, l) packing weights A_packᵀ (:func:`luna_pack_weights`)
+    on held-out sample ``sample``: what each token writes into each slot of the layer's P."""
+    model, ids = run["model"], run["ids"][sample:sample + 1]
+    return [luna_pack_weights(layer.attn, x, layer.p)[0]
+            for layer, x in zip(model.encoder.layers, attention_inputs(model, ids), strict=True)]
+
+
+def pack_profile(weights: torch.Tensor) -> dict[str, float | list[int]]:
+    """How one head's packing weights ``weights`` (N tokens, l slots), all positive, vary.
+
+    ``over_tokens``: per slot the coefficient of variation (std / mean) over the tokens, averaged over the
+    slots; ``over_slots``: per token the same over the slots, averaged over the tokens; ``min_slot_corr``: the
+    smallest correlation between two slots' profiles over the tokens (1: every slot packs the same tokens);
+    ``strong_tokens``: the positions whose weight, averaged over the slots, exceeds half its largest value."""
+    if weights.dim() != 2 or weights.shape[1] < 2 or not (weights > 0).all():
+        raise ValueError(f"weights must be positive, (tokens, slots ≥ 2), got shape {tuple(weights.shape)}")
+    w = weights.double()
+    mean = w.mean(1)
+    return {"over_tokens": (w.std(0) / w.mean(0)).mean().item(),
+            "over_slots": (w.std(1) / mean).mean().item(),
+            "min_slot_corr": torch.corrcoef(w.T).min().item(),
+            "strong_tokens": (mean > mean.max() / 2).nonzero().flatten().tolist()}
+
+
+def draw_packing_init_vs_trained(initial: list[torch.Tensor], trained: list[torch.Tensor], word_length: int,
+                                 head: int = 0, *, labels=("at initialisation", "trained")):
+    """One head's packing weights (slots × tokens) per layer: at initialisation (top row) above the same model
+    trained (bottom row). Each layer's two panels share one colour scale from 0, so that an even packing looks
+    even; the dotted line marks where the second copy starts. ``initial``, ``trained``: per layer
+    (heads, N, l), as :func:`luna_packing` returns them."""
+    import matplotlib.pyplot as plt
+
+    if len(initial) != len(trained):
+        raise ValueError(f"initial and trained must have the same layers, got {len(initial)} and {len(trained)}")
+    layers = len(trained)
+    fig, axes = plt.subplots(2, layers, figsize=(3.0 * layers, 4.6), squeeze=False, layout="constrained")
+    for ell in range(layers):
+        panels = (initial[ell][head], trained[ell][head])
+        top = max(a.max().item() for a in panels)
+        for row, (a, label) in enumerate(zip(panels, labels, strict=True)):
+            ax = axes[row][ell]
+            image = ax.imshow(a.numpy().T, cmap="Greens", aspect="auto", vmin=0, vmax=top)
+            ax.axvline(word_length + 1.5, ls=":", color="k", lw=0.8)
+            ax.set_title(f"layer {ell + 1}, head {head + 1}, {label}", fontsize=8)
+            ax.set_xlabel("token position", fontsize=8), ax.set_ylabel("slot of P", fontsize=8)
+        fig.colorbar(image, ax=axes[:, ell], shrink=0.8)
+    return fig
+
+
+def print_beta_trace(run: dict, betas, r_initial: torch.Tensor, r_trained: torch.Tensor) -> None:
+    """Print what an adaptive-connection ``run`` did per layer: its mean β̃ (eq. 18) at the first and the last
+    record of ``betas`` (records, layers), and the median of eq. 18's per-token ratio r at initialisation and
+    trained (``r_initial``, ``r_trained``: (layers − 1, batch, N), as :func:`layer_update_ratios` returns)."""
+    betas = torch.as_tensor(betas)
+    if betas.dim() != 2 or r_initial.shape != r_trained.shape or r_initial.shape[0] != betas.shape[1] - 1:
+        raise ValueError(f"betas must be (records, layers) and r_initial, r_trained (layers − 1, …), got "
+                         f"{tuple(betas.shape)}, {tuple(r_initial.shape)}, {tuple(r_trained.shape)}")
+    print(f"{run['steps']} steps at scale {run['scale']!r} in {run['seconds']:.1f} s: "
+          f"copy accuracy {run['accuracy']:.3f}")
+    print("layer   mean β̃, first → last record   median r, initialisation → trained")
+    for ell in range(1, betas.shape[1]):
+        print(f"{ell + 1:>5}   {betas[0, ell]:>8.3f} → {betas[-1, ell]:<5.3f}{'':>14}"
+              f"{r_initial[ell - 1].median():>8.2f} → {r_trained[ell - 1].median():.2f}")
+    share = (r_initial > 1).double().mean(), (r_trained > 1).double().mean()
+    print(f"layers 2-{betas.shape[1]}, every token: r > 1 for {share[0]:.0%} → {share[1]:.0%}, "
+          f"median r {r_initial.median():.2f} → {r_trained.median():.2f}")
