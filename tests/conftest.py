@@ -5,7 +5,19 @@ parameter call ``data_helpers.require_shared_data`` themselves.
 
 A test that runs the Triton kernels under Triton's interpreter is skipped, with the reason, where the installed
 interpreter cannot run them (``InterpreterUnsupported``, lra_kit.attention.triton.switch.interpreter_problem): that
-is a property of the Triton and NumPy installed, which the message names, not a fault of the code under test."""
+is a property of the Triton and NumPy installed, which the message names, not a fault of the code under test.
+
+``node_tests`` runs the JavaScript tests once per session, exactly as ``node --test tests/js`` does (each file
+has lra_kit write its own reference: tests/js_references.py); tests/test_export_web.py, tests/test_viz_js.py and
+tests/test_js_alone.py read its report."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 from data_helpers import require_shared_data
 
@@ -41,3 +53,41 @@ def pytest_runtest_makereport(item, call):
     if found is not None and report.failed:
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {found}")
+
+
+@dataclass
+class NodeRun:
+    """What ``node --test`` reported: its exit status, output, and the TAP line of every top-level test."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def results(self) -> dict[str, str]:
+        """{test name: "ok" | "not ok" | "skipped" | "todo"} for every top-level test (and every file that failed
+        to load, named by its path)."""
+        out = {}
+        for status, name, directive in re.findall(r"^(ok|not ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$", self.stdout,
+                                                  re.M):
+            out[name] = {"SKIP": "skipped", "TODO": "todo"}.get(directive, status)
+        return out
+
+    def summary(self, key: str) -> int:
+        return int(re.search(rf"^# {key} (\d+)", self.stdout, re.M).group(1))
+
+    def tail(self) -> str:
+        return self.stdout[-6000:] + self.stderr[-2000:]
+
+
+@pytest.fixture(scope="session")
+def node_tests() -> NodeRun:
+    """``node --test`` on every tests/js/*.test.mjs (what ``node --test tests/js`` runs), with no reference handed
+    in: each file must write its own. Skipped, with the reason, where node is not installed."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the JavaScript tests are not run (Node 20: apt-get install nodejs)")
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(str(p.relative_to(root)) for p in (root / "tests" / "js").glob("*.test.mjs"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_REFERENCE")}  # nothing handed in
+    env["LRA_KIT_PYTHON"] = sys.executable  # this interpreter writes the references
+    proc = subprocess.run([node, "--test", *files], cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    return NodeRun(proc.returncode, proc.stdout, proc.stderr)

@@ -3,17 +3,12 @@
 A digit's growth in cost is judged by :func:`lra_kit.web.page.block_ratio` (blocks of 50 pixels, the fastest of
 the last three over the fastest of the first three), which the timer's 0.1 ms tick cannot decide; a stopped run
 has none. The widget computes the same in JavaScript (``LraWeb.blockRatio``): ``node --test
-tests/js/web_stats.test.mjs`` checks it against this module on the series below. Without ``node`` that part is
-skipped with the reason.
+tests/js/web_stats.test.mjs`` checks it against this module on the series below (:func:`stats_reference`, which
+tests/js_references.py writes for it). Without ``node`` that part is skipped with the reason.
 """
 from __future__ import annotations
 
-import json
-import os
 import random
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,7 +16,6 @@ import pytest
 from lra_kit.web import page
 
 ROOT = Path(__file__).resolve().parents[1]
-JS_TEST = ROOT / "tests" / "js" / "web_stats.test.mjs"
 
 
 def _series(first: float, last: float, n: int = 783, tick: float = 0.1, seed: int = 0) -> list[float]:
@@ -125,10 +119,9 @@ def test_outside_a_clone_the_table_says_where_the_record_is(tmp_path, monkeypatc
     assert page.recorded("web/generation-chromium.json") is not None
 
 
-def test_javascript_statistic_equals_the_page(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed: the widget's statistic is not checked (Node 20: apt-get install nodejs)")
+def stats_reference() -> dict:
+    """Python's block times and ratios on the series below: what tests/js/web_stats.test.mjs compares against
+    (it has tests/js_references.py write them)."""
     cases = []
     for name, ms, finished in [("flat", _series(0.25, 0.25), True), ("cache", _series(0.25, 0.9, seed=3), True),
                                ("re-run", _series(1.0, 300.0, tick=0.1, seed=5), True),
@@ -136,9 +129,14 @@ def test_javascript_statistic_equals_the_page(tmp_path):
                                ("completion", _series(0.3, 0.3, n=392, seed=7), True)]:
         cases.append({"name": name, "ms": ms, "block": page.BLOCK, "ends": page.ENDS, "finished": finished,
                       "block_times": page.block_times(ms), "ratio": page.block_ratio(ms, finished=finished)})
-    reference = tmp_path / "stats.json"
-    reference.write_text(json.dumps({"cases": cases}))
-    env = dict(os.environ, LRA_WEB_STATS_REFERENCE=str(reference))
-    proc = subprocess.run([node, "--test", str(JS_TEST)], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert int(re.search(r"^# skipped (\d+)", proc.stdout, re.M).group(1)) == 0, proc.stdout[-2000:]
+    return {"cases": cases}
+
+
+def test_javascript_statistic_equals_the_page(node_tests):
+    """tests/js/web_stats.test.mjs, run as a user runs it (``node --test``; the ``node_tests`` fixture): its
+    comparison with :func:`stats_reference` and its other tests passed."""
+    results = node_tests.results()
+    for name in ("blockTimes and blockRatio equal lra_kit.web.page's on every series of the reference",
+                 "temperature 0 (or none) is greedy: the argmax, and the generator is not drawn from",
+                 "a block's time is the sum of its pixels; a stopped or short run has no end ÷ start"):
+        assert results.get(name) == "ok", (name, results.get(name), node_tests.tail())

@@ -1,24 +1,21 @@
 // The web runtime (_static/web/runtime.mjs) against lra_kit's own model, under `node --test`.
 //
-// tests/test_export_web.py exports models, writes what lra_kit computes for them (log-probabilities
-// of the recurrent step that CausalLM.generate() runs, and its 784 greedy pixels) to a reference
-// file, and runs this test with LRA_WEB_REFERENCE pointing at it. Run alone, without a reference,
-// every test is skipped with that reason.
+// tests/js_references.py (run by reference.mjs when this file loads) exports models and writes what lra_kit
+// computes for them (log-probabilities of the recurrent step that CausalLM.generate() runs, and its 784
+// greedy pixels) to a reference file; tests/test_export_web.py runs this file under pytest.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { ROOT, writeReference } from "./reference.mjs";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 // runtime.mjs is a classic script (see its header): importing it runs it, and it defines globalThis.LraWeb
 await import(pathToFileURL(join(ROOT, "_static", "web", "runtime.mjs")).href);
 const LraWeb = globalThis.LraWeb;
 
-const REF = process.env.LRA_WEB_REFERENCE;
-const skip = REF ? false : "no LRA_WEB_REFERENCE (tests/test_export_web.py writes it and runs this file)";
-const reference = REF ? JSON.parse(readFileSync(REF, "utf8")) : { models: [] };
-const TOL = reference.tolerance ?? 1e-4;
+const reference = writeReference("runtime");
+const TOL = reference.tolerance;
 
 function load(entry) {
   const manifest = JSON.parse(readFileSync(entry.manifest, "utf8"));
@@ -34,14 +31,14 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
-test("the reference names at least one model of each exported attention", { skip }, () => {
+test("the reference names at least one model of each exported attention", () => {
   assert.ok(reference.models.length > 0, "no models in the reference");
 });
 
 for (const entry of reference.models) {
   const label = `${entry.name} (${entry.method})`;
 
-  test(`${label}: log P(next pixel) after every position equals lra_kit's step within ${TOL}`, { skip }, () => {
+  test(`${label}: log P(next pixel) after every position equals lra_kit's step within ${TOL}`, () => {
     const model = load(entry);
     const session = model.session(entry.method);
     let worst = 0;
@@ -58,7 +55,7 @@ for (const entry of reference.models) {
   });
 
   if (entry.greedy) {
-    test(`${label}: greedy decoding gives lra_kit's ${entry.greedy.length} pixels`, { skip }, () => {
+    test(`${label}: greedy decoding gives lra_kit's ${entry.greedy.length} pixels`, () => {
       const model = load(entry);
       const out = LraWeb.generate(model, entry.method, entry.greedy.slice(0, entry.greedy_prompt), entry.greedy.length);
       const first = out.findIndex((v, i) => v !== entry.greedy[i]);
@@ -67,7 +64,7 @@ for (const entry of reference.models) {
   }
 }
 
-test("seeded sampling repeats, and a different seed or temperature changes the image", { skip }, () => {
+test("seeded sampling repeats, and a different seed or temperature changes the image", () => {
   const entry = reference.models[0];
   const model = load(entry);
   const run = (seed, temperature) => LraWeb.generate(model, entry.method, [0], 200, { seed, temperature });
@@ -76,7 +73,7 @@ test("seeded sampling repeats, and a different seed or temperature changes the i
   assert.ok(run(3, 1.0).every((v) => Number.isInteger(v) && v >= 0 && v < 256));
 });
 
-test("the state of the RNN does not grow; the cache does", { skip }, () => {
+test("the state of the RNN does not grow; the cache does", () => {
   for (const entry of reference.models) {
     const model = load(entry);
     const s = model.session(entry.method);
@@ -89,7 +86,7 @@ test("the state of the RNN does not grow; the cache does", { skip }, () => {
   }
 });
 
-test("bad arguments are refused with the argument named", { skip }, () => {
+test("bad arguments are refused with the argument named", () => {
   const model = load(reference.models[0]);
   assert.throws(() => model.session("nonsense"), /method must be one of/);
   assert.throws(() => model.step(model.session(), 256), /token must be in \[0, 256\)/);

@@ -2,16 +2,14 @@
 //
 // Temperature 0 is greedy decoding (argmax) and draws nothing from the generator. blockTimes / blockRatio, which
 // the page's widget shows for the reader's own runs, must equal lra_kit.web.page.block_times / block_ratio, which
-// the book's table computes from the recorded run: tests/test_web_page.py writes Python's values on a set of
-// series to a reference file and runs this test with LRA_WEB_STATS_REFERENCE pointing at it (run alone, without
-// it, that test is skipped with the reason; the others run).
+// the book's table computes from the recorded run: tests/js_references.py (run by reference.mjs when this file
+// loads) writes Python's values on the series of tests/test_web_page.py (stats_reference) to a reference file.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { ROOT, writeReference } from "./reference.mjs";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 await import(pathToFileURL(join(ROOT, "_static", "web", "runtime.mjs")).href);
 const LraWeb = globalThis.LraWeb;
 
@@ -36,11 +34,9 @@ test("a block's time is the sum of its pixels; a stopped or short run has no end
   assert.throws(() => LraWeb.blockRatio(ms, { ends: 0 }), /ends must be an integer >= 1/);
 });
 
-const REF = process.env.LRA_WEB_STATS_REFERENCE;
-const skip = REF ? false : "no LRA_WEB_STATS_REFERENCE (tests/test_web_page.py writes it and runs this file)";
-const reference = REF ? JSON.parse(readFileSync(REF, "utf8")) : { cases: [] };
+const reference = writeReference("web_stats");
 
-test("blockTimes and blockRatio equal lra_kit.web.page's on every series of the reference", { skip }, () => {
+test("blockTimes and blockRatio equal lra_kit.web.page's on every series of the reference", () => {
   assert.ok(reference.cases.length > 0, "no cases in the reference");
   for (const c of reference.cases) {
     const times = LraWeb.blockTimes(c.ms, c.block);
