@@ -1,14 +1,17 @@
 """Headless Chromium for the browser tests, offline: one way to find it and start it (selenium).
 
 Every host name fails to resolve and every proxied request goes nowhere, so a page that needs the network
-shows it. Where no Chromium/chromedriver is installed, or it cannot start here, the calling test is skipped
-with the reason (an environment limit, never a pass).
+shows it. Where selenium, Chromium, chromedriver or the built page is missing, or Chromium cannot start here,
+the calling test is skipped with the reason (an environment limit, never a pass) — except in CI
+(``CI=true``), where the same reason fails it: CI installs all of them (``make test-browser``), so a missing
+one there is a broken setup, and 27 skipped browser tests would let CI pass having checked no page.
 """
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -25,12 +28,40 @@ def _binary(*names: str) -> str | None:
     return None
 
 
-def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool = False):
-    """A headless Chromium session at ``width`` × ``height``, offline; skips the test where there is none."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A browser test cannot run here for ``reason``: fail in CI (``CI=true``), skip with the reason elsewhere."""
+    if in_ci():
+        pytest.fail(f"{reason} — in CI (CI={os.environ['CI']}) a browser test that cannot run fails", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_page(path: Path) -> Path:
+    """``path`` of the built book, or :func:`unavailable` when it is not built."""
+    if not path.exists():
+        unavailable(f"{path.name} is not built under {HTML} (make test-browser builds the book)")
+    return path
+
+
+def find_browser() -> tuple[str, str]:
+    """The Chromium binary and its chromedriver, or :func:`unavailable` naming what is missing."""
     chromium, driver = _binary("chromium", "chromium-browser", "google-chrome"), _binary("chromedriver")
-    if chromium is None or driver is None:
-        pytest.skip("no Chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
+    missing = [name for name, found in (("Chromium", chromium), ("chromedriver", driver)) if found is None]
+    if missing:
+        unavailable(f"no {' and no '.join(missing)} (Debian: apt-get install chromium chromium-driver)")
+    return chromium, driver
+
+
+def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool = False):
+    """A headless Chromium session at ``width`` × ``height``, offline; :func:`unavailable` where there is none."""
+    try:
+        from selenium import webdriver
+    except ImportError:
+        unavailable("selenium is not installed (make test-browser installs it)")
+    chromium, driver = find_browser()
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
@@ -45,6 +76,6 @@ def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool =
     try:
         session = webdriver.Chrome(service=Service(driver), options=options)
     except Exception as err:  # a browser that cannot start here is an environment limit, not a pass
-        pytest.skip(f"Chromium did not start: {err}")
+        unavailable(f"Chromium did not start: {err}")
     session.set_window_size(width, height)
     return session

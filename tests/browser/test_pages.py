@@ -14,7 +14,8 @@ Fails on what a reader would meet on the page:
   of its slider (every half-integer window included) against ``lra_kit.viz.momentum.reweighting_readouts``.
 
 ``make test-browser`` builds the book and runs this folder; ``.ci/run`` runs it in CI. Without
-selenium, a Chromium or the built pages, the tests are skipped with the reason — never passed.
+selenium, a Chromium or the built pages, the tests are skipped with the reason — never passed — and in CI
+(``CI=true``) they fail (browser/chromium.py, ``unavailable``).
 """
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ import torch
 
 from lra_kit.viz import momentum
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
-from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
+from browser.chromium import HTML, require_page, start_chromium, unavailable
 
 PAGES = sorted([*HTML.glob("book/*.html"), *HTML.glob("notebooks/*.html")])
 WIDTH = 1280
@@ -43,7 +43,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.:/])/(home|root|tmp|Users|work|mnt|opt|var/f
 @pytest.fixture(scope="module")
 def browser():
     if not PAGES:
-        pytest.skip(f"the book is not built under {HTML} (make test-browser builds it)")
+        unavailable(f"the book is not built under {HTML} (make test-browser builds it)")
     session = start_chromium(WIDTH, 1000)
     yield session
     session.quit()
@@ -117,9 +117,7 @@ def test_page_reads_offline(browser, page):
 
 def test_math_renders_somewhere(browser):
     """The first check is only meaningful if MathJax ran: at least one chapter has typeset equations."""
-    page = HTML / "book" / "03_causal_rnn.html"
-    if not page.exists():
-        pytest.skip(f"{page} is not built")
+    page = require_page(HTML / "book" / "03_causal_rnn.html")
     _load(browser, page)
     assert browser.execute_script("return document.querySelectorAll('mjx-container').length;") > 10
 
@@ -130,9 +128,7 @@ def _slider_grid() -> list[float]:
 
 
 def test_chapter4_readouts_on_the_whole_beta_grid(browser):
-    page = HTML / "book" / "04_momentum_attention.html"
-    if not page.exists():
-        pytest.skip(f"{page} is not built")
+    page = require_page(HTML / "book" / "04_momentum_attention.html")
     _load(browser, page)
     widget = browser.find_element("css selector", ".lrakit-reweighting")
     data = json.loads(widget.find_element("css selector", ".lrakit-data").get_attribute("textContent"))

@@ -6,7 +6,8 @@ milliseconds-per-pixel series (the re-run-on-the-prefix panel needs minutes for 
 stopped once the others are done) and a finished panel its end ÷ start while the stopped one reports none,
 that *complete* kept the test digit's top half, that temperature 0 is greedy decoding (the page says so when
 every pixel came out black), and that the page logged no error. ``make test-browser`` builds the book and
-runs this file; without selenium, a Chromium or the built page it is skipped with the reason.
+runs this file; without selenium, a Chromium or the built page it is skipped with the reason (in CI,
+``CI=true``, it fails).
 """
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ import time
 
 import pytest
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
-from browser.chromium import HTML, start_chromium  # noqa: E402 (after the skip when selenium is missing)
+from browser.chromium import HTML, require_page, start_chromium
 
 PAGE = HTML / "notebooks" / "web_generation.html"
 FAST = ("recurrent", "kv-cache")
@@ -23,8 +23,7 @@ FAST = ("recurrent", "kv-cache")
 
 @pytest.fixture(scope="module")
 def browser():
-    if not PAGE.exists():
-        pytest.skip(f"{PAGE.name} is not built (make test-browser builds the book)")
+    require_page(PAGE)
     session = start_chromium(1400, 1000, console_log=True)
     session.get(PAGE.as_uri())
     yield session
