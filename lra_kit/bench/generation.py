@@ -32,13 +32,13 @@ operator; ``views_per_pixel`` those of them whose schema returns an alias of an 
 
 Timing a whole image of the uncached softmax is the expensive part (each step re-reads the whole
 prefix, so step i costs more than step i − 1). It is generated in chunks of 8 pixels until the image
-is done or ``budget_s`` has passed; the other methods are capped from the time of a 16-pixel pilot so
-as to fit the budget. ``max_pixels`` caps the pixels of a method outright. A row that stopped early
-holds the measured prefix and ``seconds_per_image`` is the prefix time scaled by pixels/timed. Every
-step of every method costs at least what the steps before it cost, so that scaled figure is a *lower
-bound* for softmax and the key/value cache and an estimate for linear and momentum (constant cost per
-step); the row says which in ``extrapolation``. ``"none"`` means the whole image was generated and
-timed.
+is done or ``budget_s`` has passed; the lean steps stop at the budget too (checked every 8 steps),
+and the modules' steps (``--reference``) are capped from the time of a 16-pixel pilot.
+``max_pixels`` caps the pixels of a method outright. A row that stopped early holds the measured
+prefix and ``seconds_per_image`` is the prefix time scaled by pixels/timed. Every step of every
+method costs at least what the steps before it cost, so that scaled figure is a *lower bound* for
+softmax and the key/value cache and an estimate for linear and momentum (constant cost per step);
+the row says which in ``extrapolation``. ``"none"`` means the whole image was generated and timed.
 """
 from __future__ import annotations
 
@@ -155,10 +155,31 @@ def _time_method(model: CausalLM, method: str, batch: int, pixels: int, device, 
             if budget_s is not None and time.perf_counter() - start >= budget_s:
                 break
         return time.perf_counter() - start, done
+    if budget_s is not None and lean and method in LEAN:
+        return _lean_within(model, prompt, pixels, gen, device, budget_s)
     if budget_s is not None and pixels > PILOT_PIXELS:
         pilot = median_time(lambda: _generate(model, method, prompt, PILOT_PIXELS, gen, lean), 1, 0, device)
         pixels = max(PILOT_PIXELS, min(pixels, int(budget_s / (pilot / PILOT_PIXELS))))
     return median_time(lambda: _generate(model, method, prompt, pixels, gen, lean), 1, 0, device), pixels
+
+
+def _lean_within(model: CausalLM, prompt: torch.Tensor, pixels: int, generator, device, budget_s: float):
+    """``generate()``'s lean path (prefill, then :class:`~lra_kit.models.decode.Decoder` steps, as CUDA graphs on
+    CUDA) stopped once ``budget_s`` has passed; returns (seconds, pixels generated)."""
+    from lra_kit.models.decode import CACHE_BUCKET, Decoder, run_steps
+
+    device = torch.device(device)
+    graphs = device.type == "cuda"
+    synchronize(device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        h, states = model.encoder.prefill(model.embed(prompt))
+        decoder = Decoder(model, prompt, pixels, states, generator=generator,
+                          cache_bucket=CACHE_BUCKET if graphs else 1)
+        decoder.sample(h[:, -1])
+        done = 1 + run_steps(decoder, pixels - 1, cuda_graph=graphs, deadline=start + budget_s)
+    synchronize(device)
+    return time.perf_counter() - start, done
 
 
 def _row(task: str, method: str, batch: int, seconds: float, timed: int) -> dict:

@@ -103,7 +103,7 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] = LE
         bench("c1", "attention benchmark, SDPA flash, PyTorch and Triton paths", "flash", OURS, lengths, 240),
         bench("c2", "SDPA on cuDNN's backend, same shapes", "cudnn", ("sdpa_causal", "sdpa"), lengths, 110,
               "--no-prefill"),
-        # 3 s a row (the uncached softmax stops there; the others are capped from a pilot to fit it), each lean
+        # 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
         # method also through the modules' step: about 70 s a task (estimated, not run yet)
         Step("g", "generation benchmark, MNIST and CIFAR-10, batch 1 and the largest that fits",
              (*py, "-m", "lra_kit.bench.generation", "--device", "cuda", "--tasks", "mnist", "cifar10",

@@ -19,6 +19,7 @@ the ones not yet written masked out, with one graph per bucket.
 """
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import torch
@@ -182,18 +183,40 @@ class Decoder:
         self.sample(x if self.final_norm is None else F.layer_norm(x, *self.final_norm))
 
 
-def _run_eager(decoder: Decoder, steps: int) -> None:
+def _past(deadline: float | None, i: int, device: torch.device) -> bool:
+    """Whether a benchmark's ``deadline`` (``time.perf_counter()`` seconds) has passed, asked every 8 steps from
+    the 8th (on CUDA after draining the queue: only a benchmark gives a deadline; ``generate`` never syncs)."""
+    if deadline is None or i % 8 or i == 0:
+        return False
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() >= deadline
+
+
+def run_steps(decoder: Decoder, steps: int, *, cuda_graph: bool = False, deadline: float | None = None) -> int:
+    """Run up to ``steps`` steps of ``decoder`` (eagerly, or as CUDA graphs); a ``deadline`` stops them early.
+    Returns the number of steps run."""
+    run = _run_cuda_graphs if cuda_graph else _run_eager
+    return run(decoder, steps, deadline)
+
+
+def _run_eager(decoder: Decoder, steps: int, deadline: float | None = None) -> int:
     for i in range(steps):
+        if _past(deadline, i, decoder.tokens.device):
+            return i
         decoder.step(decoder.span(decoder.n0 + i))
+    return steps
 
 
-def _run_cuda_graphs(decoder: Decoder, steps: int) -> None:  # pragma: no cover - needs a GPU
+def _run_cuda_graphs(decoder: Decoder, steps: int, deadline: float | None = None) -> int:  # pragma: no cover - GPU
     """Each step shape runs once eagerly on a side stream (the warm-up capture needs), is then captured as a CUDA
     graph and replayed for every later step of that shape: one graph for the RNNs, one per cache bucket."""
     graphs, warmed = {}, set()
     pool = torch.cuda.graph_pool_handle()
     side = torch.cuda.Stream()
     for i in range(steps):
+        if _past(deadline, i, decoder.tokens.device):
+            return i
         span = decoder.span(decoder.n0 + i)
         graph = graphs.get(span)
         if graph is None and span not in warmed:
@@ -211,6 +234,7 @@ def _run_cuda_graphs(decoder: Decoder, steps: int) -> None:  # pragma: no cover 
                 decoder.step(span)  # recorded, not run
             graphs[span] = graph
         graph.replay()
+    return steps
 
 
 def generate(model, prompt: torch.Tensor, max_new_tokens: int, h_last: torch.Tensor, states: list, *,
@@ -223,8 +247,8 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, h_last: torch.Ten
     decoder = Decoder(model, prompt, max_new_tokens, states, greedy=greedy, temperature=temperature,
                       generator=generator, cache_bucket=CACHE_BUCKET if graphs else 1)
     decoder.sample(h_last)
-    (_run_cuda_graphs if graphs else _run_eager)(decoder, max_new_tokens - 1)
+    run_steps(decoder, max_new_tokens - 1, cuda_graph=graphs)
     return decoder.tokens
 
 
-__all__ = ["CACHE_BUCKET", "Decoder", "LeanLayer", "StepContext", "decoder_supported", "generate"]
+__all__ = ["CACHE_BUCKET", "Decoder", "LeanLayer", "StepContext", "decoder_supported", "generate", "run_steps"]
