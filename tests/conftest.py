@@ -9,19 +9,30 @@ is a property of the Triton and NumPy installed, which the message names, not a 
 
 ``node_tests`` runs the JavaScript tests once per session, exactly as ``node --test tests/js`` does (each file
 has lra_kit write its own reference: tests/js_references.py); tests/test_export_web.py, tests/test_viz_js.py and
-tests/test_js_alone.py read its report."""
+tests/test_js_alone.py read its report.
+
+One intra-op thread (``OMP_NUM_THREADS=1`` unless set, for this process and every process a test starts): the
+tests' models are small, and when anything else runs on the machine two OpenMP threads wait on each other at
+every small op. Measured on 2 busy cores: the copy-task learning test, softmax, 65 s with two threads against
+7 s with one (the Makefile's NOTEBOOK_THREADS says the same of the notebooks)."""
 import os
-import re
-import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
-from pathlib import Path
 
-import pytest
-from data_helpers import require_shared_data
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported, so that its OpenMP pool starts at 1
 
-from lra_kit.attention.triton.switch import InterpreterUnsupported
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from data_helpers import require_shared_data  # noqa: E402
+
+from lra_kit.attention.triton.switch import InterpreterUnsupported  # noqa: E402
+
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # in case torch was imported before this file
 
 # task -> folder of the offline copies (docs/data-provenance.md) it reads, under LRA_KIT_DATA
 OFFLINE_FOLDERS = {"text": "imdb", "image": "cifar10-jpeg", "cifar10": "cifar10-jpeg", "mnist": "mnist"}
