@@ -102,3 +102,15 @@ def test_make_chromium_installs_nothing_when_both_are_there(tmp_path):
     assert _make_chromium(tmp_path, CHROMIUM=sys.executable, CHROMEDRIVER=sys.executable) == []
     assert _make_chromium(tmp_path, CHROMIUM="lra-kit-no-such-chromium", CHROMEDRIVER=sys.executable) == [
         "update -qq", "install -y -qq chromium chromium-driver"]
+
+
+def test_every_browser_test_goes_through_unavailable():
+    """No browser test skips on its own (``pytest.skip``, ``importorskip``, a skip mark): each missing piece goes
+    through ``unavailable``, so that CI fails on it."""
+    own = []
+    for path in sorted((ROOT / "tests" / "browser").glob("*.py")):
+        text = path.read_text()
+        if path.name == "chromium.py":
+            text = text.replace("    pytest.skip(reason)\n", "", 1)  # unavailable's own skip, outside CI
+        own += [f"{path.name}: {word}" for word in ("pytest.skip(", "importorskip(", "mark.skip") if word in text]
+    assert not own, own
