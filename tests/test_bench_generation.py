@@ -40,7 +40,8 @@ def test_a_budget_stops_the_uncached_softmax_and_caps_the_others():
     """Within a budget the uncached softmax stops after its first chunk of pixels (a lower bound), the lean steps at
     their first check, after 8 steps (an estimate for the RNNs, a lower bound for the cache); the lean methods are
     also timed through the modules' step, in the same process and over the same pixels, when asked."""
-    rows = time_generation("mnist", METHODS, 1, max_pixels={}, overrides=TINY, budget_s=1e-4, reference=True)
+    rows = time_generation("mnist", METHODS, 1, max_pixels={}, overrides=TINY, budget_s=1e-4, reference=True,
+                           repeats=3)
     by = {r["method"]: r for r in rows}
     assert (by["softmax"]["pixels_timed"], by["softmax"]["extrapolation"]) == (8, "lower bound")
     for method in LEAN:
@@ -48,6 +49,8 @@ def test_a_budget_stops_the_uncached_softmax_and_caps_the_others():
         assert by[method]["extrapolation"] == ("lower bound" if GROWING[method] else "estimate")
         assert by[method]["lean_speedup"] == pytest.approx(
             by[method]["modules"]["seconds_per_image"] / by[method]["seconds_per_image"])
+        rounds = by[method]["rounds_s"]  # three rounds alternating the two steps; the row holds the medians
+        assert len(rounds) == 3 and by[method]["seconds"] == sorted(r["lean"] for r in rounds)[1]
     assert "modules" not in by["softmax"]
     for r in rows:
         assert r["ms_per_pixel"] == pytest.approx(1e3 * r["seconds"] / r["pixels_timed"])
@@ -90,7 +93,7 @@ def test_models_are_the_papers():
     (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "lsh")), "methods"),
     (dict(methods=tuple(m for m in METHODS if m != "linear")), "linear"), (dict(batches=(0,)), "batches"),
     (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"lsh": 3}), "max_pixels"),
-    (dict(budget_s=0), "budget_s"), (dict(max_batch=0), "max_batch"),
+    (dict(budget_s=0), "budget_s"), (dict(max_batch=0), "max_batch"), (dict(repeats=0), "repeats"),
 ])
 def test_bad_arguments_are_refused_before_any_work(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -16,7 +16,8 @@ logistics; CIFAR-10: the same with 16 layers; the configs of ``lra_kit.train.con
 The last three run ``generate``'s lean step (:mod:`lra_kit.models.decode`; on CUDA a captured CUDA
 graph). ``--reference`` also times them through the modules' step (``generate(lean=False)``), in
 the same process, and records both (``modules``, and ``lean_speedup``: the modules' time over the
-lean step's, on the same pixels). For each task and batch size a row reports seconds per image,
+lean step's, on the same pixels; ``--repeats`` alternates the two that many times and keeps the
+medians, which a machine shared with other work needs). For each task and batch size a row reports seconds per image,
 images/s, ms per pixel (per generation step: one pixel of every image of the batch) and every
 method's time as a ratio to ``linear`` — the way appendix Table 5 prints its columns — at batch 1
 and (``--largest-batch``) at the largest batch that fits, found by doubling up to ``--max-batch``
@@ -45,6 +46,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -191,13 +193,34 @@ def _row(task: str, method: str, batch: int, seconds: float, timed: int) -> dict
             else "lower bound" if GROWING[method] else "estimate"}
 
 
+def _with_reference(row: dict, model: CausalLM, method: str, batch: int, device, budget_s, repeats: int) -> dict:
+    """``row`` with the modules' step timed beside the lean one on the same pixels (``modules``, ``lean_speedup``:
+    the ratio of the two times), in ``repeats`` rounds that alternate the two (medians; ``rounds_s`` keeps each)."""
+    seconds, timed = _time_method(model, method, batch, row["pixels_timed"], device, budget_s, lean=False)
+    lean_s = row["seconds"] if timed == row["pixels_timed"] else _time_method(model, method, batch, timed, device,
+                                                                              None)[0]
+    rounds = [(lean_s, seconds)]
+    for _ in range(repeats - 1):
+        rounds.append((_time_method(model, method, batch, timed, device, None)[0],
+                       _time_method(model, method, batch, timed, device, None, lean=False)[0]))
+    lean_s, seconds = (statistics.median(r[i] for r in rounds) for i in (0, 1))
+    if timed == row["pixels_timed"]:
+        row = _row(row["task"], method, batch, lean_s, timed)
+    ref = _row(row["task"], method, batch, seconds, timed)
+    row["modules"] = {k: ref[k] for k in ("pixels_timed", "seconds_per_image", "images_per_s", "ms_per_pixel",
+                                          "extrapolation")}
+    row["lean_speedup"] = seconds / lean_s
+    row["rounds_s"] = [{"lean": a, "modules": b} for a, b in rounds]
+    return row
+
+
 def time_generation(task: str, methods, batch: int | dict, *, max_pixels: dict, overrides: dict | None = None,
                     device="cpu", budget_s: float | None = None, reference: bool = False,
-                    counts: dict | None = None) -> list[dict]:
+                    counts: dict | None = None, repeats: int = 1) -> list[dict]:
     """One row per method: generate ``batch`` images of ``task`` (or their first ``max_pixels[method]`` pixels, or
     what ``budget_s`` allows). ``batch`` may map methods to batch sizes. ``reference``: the lean methods are also
-    timed through the modules' step (``row["modules"]``). ``counts`` (method → :func:`count_ops`) are copied
-    into the rows."""
+    timed through the modules' step (``row["modules"]``, :func:`_with_reference`, ``repeats`` rounds). ``counts``
+    (method → :func:`count_ops`) are copied into the rows."""
     total = PIXELS[task] - 1
     rows = []
     for method in methods:
@@ -207,14 +230,7 @@ def time_generation(task: str, methods, batch: int | dict, *, max_pixels: dict, 
         _generate(model, method, torch.zeros(b, 1, dtype=torch.long, device=device), 4, None)  # warm-up
         row = _row(task, method, b, *_time_method(model, method, b, cap, device, budget_s))
         if reference and method in LEAN:
-            seconds, timed = _time_method(model, method, b, row["pixels_timed"], device, budget_s, lean=False)
-            ref = _row(task, method, b, seconds, timed)
-            row["modules"] = {k: ref[k] for k in ("pixels_timed", "seconds_per_image", "images_per_s", "ms_per_pixel",
-                                                  "extrapolation")}
-            # the ratio over the same pixels (a budget may have cut the modules' run short)
-            lean_s = row["seconds"] if timed == row["pixels_timed"] else _time_method(
-                model, method, b, timed, device, None)[0]
-            row["lean_speedup"] = seconds / lean_s
+            row = _with_reference(row, model, method, b, device, budget_s, repeats)
         if counts and method in counts:
             row.update(counts[method])
         rows.append(row)
@@ -293,7 +309,8 @@ def _load_average() -> float | None:
 
 def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict | None = None,
         overrides: dict | None = None, device=None, progress: bool = True, budget_s: float | None = None,
-        largest: bool = False, max_batch: int | None = None, reference: bool = False, count: bool = True) -> dict:
+        largest: bool = False, max_batch: int | None = None, reference: bool = False, count: bool = True,
+        repeats: int = 1) -> dict:
     """Time every task × batch × method; returns ``{"rows": [...], "config": {...}, "device": ...}``.
 
     ``largest``: one more row per task and method at the largest batch that fits (:func:`largest_batch`, up to
@@ -306,7 +323,10 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
     max_batch = max_batch or MAX_BATCH.get(device.type, 1)
     rows = []
     load_before = _load_average()
-    kw = dict(max_pixels=max_pixels, overrides=overrides, device=device, budget_s=budget_s, reference=reference)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    kw = dict(max_pixels=max_pixels, overrides=overrides, device=device, budget_s=budget_s, reference=reference,
+              repeats=repeats)
     for task in tasks:
         counts = {}
         for method in methods if count else ():
@@ -330,7 +350,8 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
                 print(format_table(new), flush=True)
     config = {"tasks": list(tasks), "methods": list(methods), "batches": list(batches), "max_pixels": max_pixels,
               "budget_s": budget_s, "largest_batch": {"searched": largest, "max_batch": max_batch},
-              "reference": reference, "model_overrides": overrides or {}, "threads": torch.get_num_threads(),
+              "reference": reference, "repeats": repeats, "model_overrides": overrides or {},
+              "threads": torch.get_num_threads(),
               "models": {task: "lra_kit.train.configs.get_config(task, attention, 'paper').model, dropout 0"
                          for task in tasks},
               "prompt": "the first pixel is given (0); the others are sampled at temperature 1",
@@ -418,6 +439,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. softmax=256")
     parser.add_argument("--reference", action="store_true",
                         help="also time the modules' step (generate(lean=False)) in the same process")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="with --reference: rounds alternating the lean and the modules' step (medians)")
     parser.add_argument("--no-count", action="store_true", help="do not count operators per pixel")
     parser.add_argument("--tiny", action="store_true", help="a 1-layer d=32 model instead of the papers' (tests)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
@@ -450,6 +473,8 @@ def main_from_args(args: argparse.Namespace) -> int:
             raise ValueError(f"--budget-s must be > 0, got {args.budget_s}")
         if args.max_batch is not None and args.max_batch < 1:
             raise ValueError(f"--max-batch must be >= 1, got {args.max_batch}")
+        if args.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -462,7 +487,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     for task in args.tasks:  # the JSON is rewritten after each task: a run stopped at a time limit keeps what it did
         part = run([task], args.methods, args.batches, max_pixels=caps, overrides=TINY if args.tiny else None,
                    device=device, budget_s=args.budget_s, largest=args.largest_batch, max_batch=args.max_batch,
-                   reference=args.reference, count=not args.no_count)
+                   reference=args.reference, count=not args.no_count, repeats=args.repeats)
         if result is None:
             result = part
         else:
