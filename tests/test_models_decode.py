@@ -101,6 +101,20 @@ def test_the_captured_cache_step_masks_what_it_has_not_written():
     assert torch.equal(decoder.tokens, want)
 
 
+def test_generate_runs_under_inference_mode(monkeypatch):
+    seen = []
+    sample = Decoder.sample
+
+    def spy(self, h):
+        seen.append(torch.is_inference_mode_enabled())
+        return sample(self, h)
+
+    monkeypatch.setattr(Decoder, "sample", spy)
+    model, vocab = lm(*CASES[0])
+    model.generate(torch.zeros(1, 1, dtype=torch.long), 3)
+    assert seen == [True] * 3 and not torch.is_inference_mode_enabled()
+
+
 def test_edge_lengths_and_unsupported_models():
     model, vocab = lm(*CASES[0])
     prompt = torch.randint(0, vocab, (2, 5), generator=torch.Generator().manual_seed(6))
