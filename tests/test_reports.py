@@ -106,16 +106,16 @@ def test_a_new_record_is_picked_up(tmp_path):
     lra = tmp_path / "lra"
     lra.mkdir()
     for path in glob.glob(str(RESULTS / "lra" / "text-*-lra-cpu-2h*.json")):
-        shutil.copy(path, lra)
+        if not Path(path).name.startswith("text-momentum-lra-cpu-2h"):  # momentum lands below
+            shutil.copy(path, lra)
     before = reports.lra_row(tmp_path, "text")[3]
-    assert "not recorded at this budget: performer, momentum" in before
+    assert "not recorded at this budget: momentum" in before
     record = json.loads((lra / "text-linear-lra-cpu-2h.json").read_text())
     record["config"]["model"]["attention"] = "momentum"
     record["metrics"]["test"]["accuracy"] = 0.6321
     (lra / "text-momentum-lra-cpu-2h.json").write_text(json.dumps(record))
     after = reports.lra_row(tmp_path, "text")[3]
-    assert "momentum 63.2, 1 seed" in after and "not recorded at this budget: performer" in after
-    assert "not recorded at this budget: performer, momentum" not in after
+    assert "momentum 63.2, 1 seed" in after and "not recorded at this budget" not in after
 
 
 def test_the_early_budget_ranges_cover_every_recorded_attention():
