@@ -55,8 +55,10 @@ def find_browser() -> tuple[str, str]:
     return chromium, driver
 
 
-def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool = False):
-    """A headless Chromium session at ``width`` × ``height``, offline; :func:`unavailable` where there is none."""
+def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool = False,
+                   offline: tuple[str, ...] = OFFLINE):
+    """A headless Chromium session at ``width`` × ``height``, offline (``offline``: the flags that cut it off;
+    a page served on this machine passes its own); :func:`unavailable` where there is none."""
     try:
         from selenium import webdriver
     except ImportError:
@@ -69,7 +71,7 @@ def start_chromium(width: int = 1400, height: int = 1000, *, console_log: bool =
     options.binary_location = chromium
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={width},{height}",
-                 *OFFLINE):
+                 *offline):
         options.add_argument(flag)
     if console_log:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

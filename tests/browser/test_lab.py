@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from browser.chromium import find_browser, unavailable
+from browser.chromium import start_chromium, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "notebooks/copy_task.md"  # opens with {cite:t} roles
@@ -66,21 +66,9 @@ def lab(tmp_path_factory):
 
 
 def _chromium():
-    try:
-        from selenium import webdriver
-    except ImportError:
-        unavailable("selenium is not installed (make test-browser installs it)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, driver = find_browser()
-    options = Options()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1000",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):  # offline but for the local lab
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
+    # offline, except for the lab this test serves on 127.0.0.1
+    return start_chromium(1280, 1000, console_log=True,
+                          offline=("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",))
 
 
 def test_a_chapter_opens_as_a_notebook_with_its_myst_rendered(lab):
