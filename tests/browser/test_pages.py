@@ -67,6 +67,20 @@ def _load(browser, page: Path) -> None:
     browser.execute_script("document.querySelectorAll('details').forEach(function (d) { d.open = true; });")
 
 
+# A table (a result table of a page, or a Markdown table in a chapter) wider than the text column, or scrolling
+# sideways in the theme's wrapper: the reader would have to scroll to read a row.
+WIDE_TABLES = """
+    var out = [];
+    document.querySelectorAll('main table').forEach(function (t) {
+      var column = t.closest('article') || t.closest('main'), box = t.parentElement;
+      var width = t.getBoundingClientRect().width;
+      if (column.clientWidth > 0 && (width > column.clientWidth + 1 || box.scrollWidth > box.clientWidth + 1))
+        out.push(Math.round(width) + ' > ' + column.clientWidth + ': '
+                 + t.textContent.replace(/\\s+/g, ' ').trim().slice(0, 60));
+    });
+    return out;"""
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_page_reads_offline(browser, page):
     _load(browser, page)
@@ -89,6 +103,8 @@ def test_page_reads_offline(browser, page):
           });
         return out;""")
     assert not wide, f"{len(wide)} code block(s) scroll sideways at {WIDTH} px: {wide[:5]}"
+    wide_tables = browser.execute_script(WIDE_TABLES)
+    assert not wide_tables, f"{len(wide_tables)} table(s) wider than the column at {WIDTH} px: {wide_tables[:5]}"
     wide_math = browser.execute_script("""
         var out = [];
         document.querySelectorAll('mjx-container[display="true"]').forEach(function (e) {
