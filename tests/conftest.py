@@ -4,7 +4,7 @@ in CI (``CI=true``) its absence fails the test, elsewhere the test is skipped wi
 parameter call ``data_helpers.require_shared_data`` themselves.
 
 A test that runs the Triton kernels under Triton's interpreter is skipped, with the reason, where the installed
-interpreter cannot run them (``InterpreterUnsupported``, lra_kit.attention.triton.switch.interpreter_problem): that
+interpreter cannot run them (``InterpreterUnsupported``, lra_kit.attention.causal.triton.switch.interpreter_problem): that
 is a property of the Triton and NumPy installed, which the message names, not a fault of the code under test.
 
 ``node_tests`` runs the JavaScript tests once per session, exactly as ``node --test tests/js`` does (each file
@@ -30,7 +30,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from data_helpers import require_shared_data  # noqa: E402
 
-from lra_kit.attention.triton.switch import InterpreterUnsupported  # noqa: E402
+from lra_kit.attention.causal.triton.switch import InterpreterUnsupported  # noqa: E402
 
 torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # in case torch was imported before this file
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lra_kit.attention import causal_product, linear_attention, momentum_attention
-from lra_kit.attention import triton as gpu
+from lra_kit.attention.causal import triton as gpu
 
 CASES = {
     "linear": lambda q, k, v: linear_attention(q, k, v, causal=True)[0],

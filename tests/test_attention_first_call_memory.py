@@ -11,7 +11,7 @@ CODE = """
 import sys
 import torch
 from lra_kit.attention import linear_attention, momentum_attention
-from lra_kit.attention import triton as gpu
+from lra_kit.attention.causal import triton as gpu
 q, k, v = (torch.randn(1, 2, 64, 8, requires_grad=True) for _ in range(3))
 with gpu.disabled():
     linear, _ = linear_attention(q, k, v, causal=True)

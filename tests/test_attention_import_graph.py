@@ -73,7 +73,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_attention_package_has_no_import_circle():
     graph = import_graph()
-    assert len(graph) > 10 and f"{PACKAGE}.triton.causal_product" in graph  # the walk found the subpackage
+    assert len(graph) > 10 and f"{PACKAGE}.causal.triton.host" in graph  # the walk found the subpackage
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
@@ -108,3 +108,27 @@ def test_outside_itself_the_attention_package_imports_only_the_table_constructor
                for path in sorted(ROOT.rglob("*.py"))}
     assert set().union(*outside.values()) <= {"lra_kit.tables"}, {m: names for m, names in outside.items() if names}
     assert lra_kit_imports(ROOT.parent / "tables.py") == set()
+
+
+def test_the_causal_op_has_one_folder_and_its_paths_do_not_import_each_other():
+    """The causal op's folder holds the op, the chunked path, the Triton path and the oracle; the Triton side
+    imports neither the chunked (CPU) path nor the op above it, and no two files share the name causal_product.py."""
+    graph = import_graph()
+    folder = f"{PACKAGE}.causal"
+    for part in ("op", "chunked", "naive", "state", "chunking", "triton", "triton.host", "triton.kernels"):
+        assert f"{folder}.{part}" in graph, part
+    triton_side = {m for m in graph if m.startswith(f"{folder}.triton")}
+    for module in triton_side:
+        reached = _reachable(graph, module)
+        assert f"{folder}.chunked" not in reached and f"{folder}.op" not in reached, (module, sorted(reached))
+    assert not list(ROOT.rglob("causal_product.py"))
+
+
+def _reachable(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen

@@ -208,7 +208,7 @@ def test_peak_memory_linear_in_length_naive_cumulative_length_dim_dim():
 
 @pytest.mark.parametrize("N, chunk_size", [(1, 64), (63, 64), (64, 64), (200, 64), (37, 5)])
 def test_prefix_sum_equals_cumsum(N, chunk_size):
-    from lra_kit.attention.chunked import prefix_sum
+    from lra_kit.attention.causal.op import prefix_sum
 
     x = torch.randn(2, 3, N, 4, dtype=torch.float64, requires_grad=True)
     assert_close(prefix_sum(x, chunk_size), torch.cumsum(x, dim=2))

@@ -133,7 +133,7 @@ def test_io_bytes_counts_the_tensors_any_implementation_moves():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
 def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch):
     """The *_triton rows run the Triton path, the *_causal rows the PyTorch path (never the same kernels)."""
-    from lra_kit.attention import triton as gpu
+    from lra_kit.attention.causal import triton as gpu
     from lra_kit.bench.attention import _attention_fn
 
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")  # CPU tensors interpreted, CUDA tensors compiled
@@ -148,7 +148,7 @@ def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch
     out = triton_momentum(q, k, v, beta=0.6, final_state=True)
     assert ((out - ref_momentum).norm() / ref_momentum.norm()).item() < 1e-5
 
-    from lra_kit.attention.triton import causal_product as triton_path
+    from lra_kit.attention.causal.triton import host as triton_path
 
     calls = []
     real = triton_path.forward  # the Triton path's entry in the causal op

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from lra_kit.attention.causal_product import causal_product
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE, SEGMENT_CHUNKS, segments
+from lra_kit.attention.causal.op import causal_product
+from lra_kit.attention.causal.chunked import DEFAULT_CHUNK_SIZE, SEGMENT_CHUNKS, segments
 from lra_kit.bench.measure import saved_for_backward_bytes
 
 

@@ -9,9 +9,9 @@ import sys
 import pytest
 import torch
 
-import lra_kit.attention.chunked as chunked
+import lra_kit.attention.causal.chunked as chunked
 from lra_kit.attention import momentum_attention
-from lra_kit.attention import triton as gpu
+from lra_kit.attention.causal import triton as gpu
 from lra_kit.bench.measure import cpu_peak_supported
 
 
@@ -51,7 +51,7 @@ CODE = """
 import sys
 import torch
 from lra_kit.attention import linear_attention
-from lra_kit.attention import triton as gpu
+from lra_kit.attention.causal import triton as gpu
 from lra_kit.bench.measure import process_peak
 torch.set_num_threads(1)
 

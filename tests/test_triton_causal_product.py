@@ -12,10 +12,11 @@ import torch
 if importlib.util.find_spec("triton") is None:
     pytest.skip("Triton is not installed", allow_module_level=True)
 
-from lra_kit.attention import triton as gpu
-from lra_kit.attention.causal_product import causal_product
-from lra_kit.attention.triton import available, triton_causal_product
-from lra_kit.attention.triton import causal_product as host
+from lra_kit.attention.causal import triton as gpu
+from lra_kit.attention.causal.op import causal_product
+from lra_kit.attention.causal import triton_causal_product
+from lra_kit.attention.causal.triton import available
+from lra_kit.attention.causal.triton import host as host
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CHUNK = 16

@@ -1,5 +1,5 @@
 """Compile-time guard: every Triton kernel variant the package launches, compiled for sm_90 (H100/H200) without a
-GPU, fits an sm_90 block's shared memory and spills no registers (lra_kit.attention.triton.compile_check).
+GPU, fits an sm_90 block's shared memory and spills no registers (lra_kit.attention.causal.triton.compile_check).
 
 Runs in a fresh process: Triton must be imported there with its interpreter flag off. Skipped, with the reason,
 where Triton or its NVIDIA backend and ptxas are missing (e.g. not Linux x86-64); compiling takes a few minutes
@@ -20,7 +20,7 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LRA_KIT_TRITON")}
     env["TRITON_DEFAULT_FP_FUSION"] = "1"  # Triton 3.9's default, named to silence its warning
     path = tmp_path / "variants.json"
-    done = subprocess.run([sys.executable, "-m", "lra_kit.attention.triton.compile_check", "--json", str(path)],
+    done = subprocess.run([sys.executable, "-m", "lra_kit.attention.causal.triton.compile_check", "--json", str(path)],
                           capture_output=True, text=True, env=env, timeout=1400)
     if done.returncode == 77:
         pytest.skip(done.stdout.strip())
@@ -34,7 +34,7 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
 
 
 def test_the_variant_list_covers_every_flag():
-    from lra_kit.attention.triton.compile_check import variants
+    from lra_kit.attention.causal.triton.compile_check import variants
 
     seen = {(v["kernel"], v["input"], v["constexprs"]["REVERSE"], v["constexprs"]["USE_D"]) for v in variants()}
     for kernel in ("chunk_states_kernel", "chunk_output_kernel"):

@@ -73,8 +73,8 @@ def test_float16_attention_stays_finite_on_the_triton_path(monkeypatch):
 
 def test_disabled_runs_the_pytorch_path(monkeypatch):
     """``disabled()`` is how a reference is computed beside the kernels: no Triton call inside it."""
-    from lra_kit.attention import triton as gpu
-    from lra_kit.attention.triton import causal_product as triton_path
+    from lra_kit.attention.causal import triton as gpu
+    from lra_kit.attention.causal.triton import host as triton_path
 
     q, k, v, _ = _inputs(2)
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
@@ -98,16 +98,16 @@ def test_interpreted_kernels_run_after_compiled_ones_were_imported(tmp_path):
     import subprocess
     import sys
 
-    from lra_kit.attention.triton.switch import interpreter_problem
+    from lra_kit.attention.causal.triton.switch import interpreter_problem
 
     if (problem := interpreter_problem()) is not None:
         pytest.skip(problem)
     code = """
 import os, torch
 os.environ.pop("TRITON_INTERPRET", None)
-import lra_kit.attention.triton.kernels  # compiled bindings, as after a compiled-kernel test
+import lra_kit.attention.causal.triton.kernels  # compiled bindings, as after a compiled-kernel test
 from lra_kit.attention import linear_attention
-from lra_kit.attention import triton as gpu
+from lra_kit.attention.causal import triton as gpu
 q, k, v = (torch.randn(1, 1, 40, 8) for _ in range(3))
 with gpu.disabled():
     ref, _ = linear_attention(q, k, v, causal=True)
@@ -123,7 +123,7 @@ print("ok")
 def test_torch_compile_over_the_triton_path(monkeypatch):
     """torch.compile around momentum attention on the Triton path: the kernels run outside the graph (Dynamo
     cannot trace Triton's interpreter), φ and the normaliser compiled; outputs and gradients as eager's."""
-    from lra_kit.attention import triton as gpu
+    from lra_kit.attention.causal import triton as gpu
 
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
     q, k, v, _ = _inputs(3)
@@ -144,7 +144,7 @@ def test_torch_compile_over_the_triton_path(monkeypatch):
 def test_an_interpreter_that_cannot_run_the_kernels_is_named_not_met_midway(monkeypatch):
     """Where Triton's interpreter cannot loop to a run-time bound (Triton 3.6 with NumPy >= 2.4), the attention says
     so, naming the versions, instead of failing inside a kernel with NumPy's message."""
-    from lra_kit.attention.triton import switch
+    from lra_kit.attention.causal.triton import switch
 
     import triton
 

@@ -4,8 +4,8 @@ Tensors are (batch, heads, length, dim) like ``scaled_dot_product_attention``; `
 (the feature map is applied inside); ``key_padding_mask`` is bool (batch, length), True = padding.
 Every attention is built by name from one table, :data:`ATTENTIONS` (:func:`build_attention`).
 """
-from lra_kit.attention.causal_product import ProductState, causal_product
-from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.causal.op import ProductState, causal_product
+from lra_kit.attention.causal.state import CausalState
 from lra_kit.attention.compat import (
     authors_batched_momentum_attention,
     authors_lra_momentum_attention,

@@ -20,14 +20,14 @@ import math
 
 import torch
 
-from lra_kit.attention.causal_product import causal_product
+from lra_kit.attention.causal.op import causal_product
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_key_padding_mask,
     check_momentum,
     check_qkv,
 )
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE, prefix_sum
+from lra_kit.attention.causal.op import DEFAULT_CHUNK_SIZE, prefix_sum
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 from lra_kit.attention.lag_weights import key_weights_from_end
 from lra_kit.attention.mapped import mapped_keys_values

@@ -37,7 +37,7 @@ def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
 
 def elu_plus_one_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """φ(x) = elu(x) + 1 written into ``out`` (a float32/64 buffer of ``x``'s type and shape), with no temporary:
-    the causal op's chunked path maps every segment into buffers it reuses (:mod:`lra_kit.attention.chunked`)."""
+    the causal op's chunked path maps every segment into buffers it reuses (:mod:`lra_kit.attention.causal.chunked`)."""
     return F.elu_(out.copy_(x)).add_(1.0)
 
 

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_product import causal_op
-from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.causal.op import causal_op
+from lra_kit.attention.causal.state import CausalState
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_chunk_size,
@@ -27,7 +27,7 @@ from lra_kit.attention.checks import (
     check_state_arguments,
     check_step,
 )
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.op import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.compat import linear_compat
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 from lra_kit.attention.mapped import mapped_keys_values
@@ -107,7 +107,7 @@ def noncausal_linear_attention(q, k, v, phi, key_padding_mask, eps):
 def causal_linear_attention(q, k, v, phi, key_padding_mask, eps, chunk_size, initial_state=None,
                             output_final_state=False):
     """Eq. 9: φ(Q_i)ᵀS_i / (φ(Q_i)ᵀZ_i + ε) with S_i, Z_i the running sums of eqs. 10–11, through the causal op
-    and its constant-memory gradient (:mod:`lra_kit.attention.causal_product`). Returns ``(out, LinearState or
+    and its constant-memory gradient (:mod:`lra_kit.attention.causal.op`). Returns ``(out, LinearState or
     None)``."""
     state = None if initial_state is None else LinearState(*initial_state).to_causal()
     out, final = causal_op(q, k, v, phi=phi, beta=0.0, gamma=1.0, eps=eps, chunk_size=chunk_size,

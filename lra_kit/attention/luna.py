@@ -32,8 +32,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from lra_kit.attention.causal_product import causal_product
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.op import causal_product
+from lra_kit.attention.causal.op import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.feature_maps import elu_plus_one
 from lra_kit.attention.heads import merge_heads, split_heads
 from lra_kit.attention.modules import AttentionOutput

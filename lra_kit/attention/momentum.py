@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_product import causal_op
-from lra_kit.attention.causal_state import CausalState
+from lra_kit.attention.causal.op import causal_op
+from lra_kit.attention.causal.state import CausalState
 from lra_kit.attention.checks import (
     check_causal_lengths,
     check_chunk_size,
@@ -31,7 +31,7 @@ from lra_kit.attention.checks import (
     check_state_arguments,
     check_step,
 )
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.op import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.compat import momentum_compat
 from lra_kit.attention.feature_maps import FeatureMap, get_feature_map
 from lra_kit.attention.lag_weights import key_weights_from_end, momentum_lag_weights
@@ -119,7 +119,7 @@ def causal_momentum_attention(q, k, v, phi, beta, gamma, key_padding_mask, eps, 
                               output_final_state=False):
     """Eq. 13: key j weighted by γ(1 − β^{i−j+1})/(1 − β) at query i; the normaliser is not reweighted.
 
-    O(N): the causal op (:mod:`lra_kit.attention.causal_product`), whose chunk boundaries carry the heavy-ball
+    O(N): the causal op (:mod:`lra_kit.attention.causal.op`), whose chunk boundaries carry the heavy-ball
     states of eq. 12, with the constant-memory gradient. Returns ``(out, MomentumState or None)``.
     """
     state = None if initial_state is None else MomentumState(*initial_state).to_causal(gamma)

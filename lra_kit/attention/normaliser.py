@@ -1,15 +1,15 @@
 """The normaliser of linear attention, φ(q_i)ᵀz_i + ε (Katharopoulos et al. eqs. 5, 9, 12), and its gradient.
 
-The chunked PyTorch path reads the causal normaliser off its chunk products (:mod:`lra_kit.attention.chunked`);
+The chunked PyTorch path reads the causal normaliser off its chunk products (:mod:`lra_kit.attention.causal.chunked`);
 the Triton path, whose kernels compute only the numerator, takes it from the prefix sums below. Both do so inside
-the one autograd Function of :mod:`lra_kit.attention.causal_product`, with the same adjoint
+the one autograd Function of :mod:`lra_kit.attention.causal.op`, with the same adjoint
 h_i = ∂L/∂den_i = −(g_i·out_i)/den_i: ∇φ(q_i) gains h_i z_i, ∇φ(k_j) gains Σ_{i≥j} h_i φ(q_i).
 """
 from __future__ import annotations
 
 import torch
 
-from lra_kit.attention.chunked import prefix_sum
+from lra_kit.attention.causal.chunking import prefix_sum
 
 
 def normalise(numerator: torch.Tensor, phi_q: torch.Tensor, z: torch.Tensor, eps: float) -> torch.Tensor:

@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.op import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.checks import check_qkv, check_step
 from lra_kit.attention.feature_maps import FeatureMap
 from lra_kit.attention.linear import LinearState, linear_attention, linear_attention_step

@@ -84,7 +84,7 @@ def fla_installed() -> bool:
 
 
 def triton_ready(device: torch.device) -> bool:
-    from lra_kit.attention.triton import available
+    from lra_kit.attention.causal.triton import available
 
     return available(torch.empty(0, device=device))
 
@@ -139,7 +139,7 @@ def triton_momentum(q, k, v, *, beta, gamma=1.0, final_state=False):
 def pytorch_path(fn: Callable) -> Callable:
     """``fn`` on the chunked PyTorch path even where the Triton path would be chosen (a CUDA tensor): the
     ``*_causal`` rows, so that the ``*_triton`` rows are compared with something else than themselves."""
-    from lra_kit.attention import triton as gpu
+    from lra_kit.attention.causal import triton as gpu
 
     def run(*args, **kwargs):
         with gpu.disabled():

@@ -133,7 +133,7 @@ def sanitizer_case() -> None:
     the final state, forward and backward, in bf16 and float32, β = 0 and 0.9 — every kernel variant's edges."""
     import torch
 
-    from lra_kit.attention.triton import triton_causal_product
+    from lra_kit.attention.causal import triton_causal_product
 
     gen = torch.Generator().manual_seed(0)
     for dtype in (torch.bfloat16, torch.float32):

@@ -140,7 +140,7 @@ def saved_for_backward_bytes(fn: Callable[..., object], *inputs: torch.Tensor) -
     The count is exact and deterministic (no allocator, any device): the distinct storages of the tensors
     autograd saves, seen by ``torch.autograd.graph.saved_tensors_hooks``, plus the tensors a custom
     ``autograd.Function`` keeps on its ctx as ``memo`` (the segment-start states of
-    :mod:`lra_kit.attention.chunked`, which the hooks cannot see). A tensor and its views count once. The
+    :mod:`lra_kit.attention.causal.chunked`, which the hooks cannot see). A tensor and its views count once. The
     inputs are cloned into fresh leaves that require grad, so they count when ``fn`` saves them; ``fn`` may
     return a tensor or a tuple whose first element is the output. The backward pass is run, so that what is
     counted is what the backward pass uses. How the book measures what the constant-memory gradient of

@@ -2,7 +2,7 @@
 
 ``LRA_KIT_TRITON`` = ``auto`` (CUDA tensors, Triton installed), ``interpret`` (also CPU tensors, under Triton's
 interpreter; tests) or ``0``; :func:`disabled` turns the path off inside a block. Imported by the causal op
-(:mod:`lra_kit.attention.causal_product`) and the Triton host code; it imports neither.
+(:mod:`lra_kit.attention.causal.op`) and the Triton host code; it imports neither.
 """
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def _kernels(interpret: bool):
     with _interpret_flag("0"):
         import triton  # noqa: F401
         import triton.language  # noqa: F401
-    spec = importlib.util.find_spec("lra_kit.attention.triton.kernels")
-    name = f"lra_kit.attention.triton._kernels_{'interpreted' if interpret else 'compiled'}"
+    spec = importlib.util.find_spec("lra_kit.attention.causal.triton.kernels")
+    name = f"lra_kit.attention.causal.triton._kernels_{'interpreted' if interpret else 'compiled'}"
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, spec.origin))
     with _interpret_flag("1" if interpret else "0"):
         module.__spec__.loader.exec_module(module)

@@ -1,12 +1,12 @@
 """The GPU path: Triton kernels of the chunked weighted causal product (linear and momentum attention).
 
 Chosen automatically for CUDA tensors when Triton is installed (``pip install -e .[gpu]``); the
-chunked PyTorch code of :mod:`lra_kit.attention.chunked` stays the reference and the CPU path; the
-causal op (:mod:`lra_kit.attention.causal_product`) chooses between the two. ``LRA_KIT_TRITON=interpret``
+chunked PyTorch code of :mod:`lra_kit.attention.causal.chunked` stays the reference and the CPU path; the
+causal op (:mod:`lra_kit.attention.causal.op`) chooses between the two. ``LRA_KIT_TRITON=interpret``
 makes :func:`available` say yes for CPU tensors too and runs the kernels on them under Triton's
 interpreter: slow, for tests only. ``LRA_KIT_TRITON=0`` (or ``with disabled():``) turns the GPU path off.
-The switches live in :mod:`lra_kit.attention.triton.switch`, the host side of the kernels in
-:mod:`lra_kit.attention.triton.causal_product`.
+The switches live in :mod:`lra_kit.attention.causal.triton.switch`, the host side of the kernels in
+:mod:`lra_kit.attention.causal.triton.host`.
 
 Compiled or interpreted is decided per call by the tensor's device (:func:`kernels_for`), never by
 what was imported first: the kernels module is loaded twice, once with Triton's interpreter flag
@@ -18,7 +18,7 @@ hardware, so they stay in PyTorch.
 """
 from __future__ import annotations
 
-from lra_kit.attention.triton.switch import (
+from lra_kit.attention.causal.triton.switch import (
     ENV,
     SUPPORTED_DTYPES,
     available,
@@ -28,13 +28,4 @@ from lra_kit.attention.triton.switch import (
 )
 
 
-def triton_causal_product(*args, **kwargs):
-    """:func:`lra_kit.attention.causal_product.triton_causal_product` (the causal op held to the Triton path),
-    imported when called: the op imports this package's switches, so this package does not import the op."""
-    from lra_kit.attention.causal_product import triton_causal_product as run
-
-    return run(*args, **kwargs)
-
-
-__all__ = ["ENV", "SUPPORTED_DTYPES", "available", "disabled", "kernels_for", "triton_causal_product",
-           "triton_installed"]
+__all__ = ["ENV", "SUPPORTED_DTYPES", "available", "disabled", "kernels_for", "triton_installed"]

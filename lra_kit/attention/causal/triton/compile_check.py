@@ -1,7 +1,7 @@
 """Compile-time guard of the Triton kernels: every variant the package launches, compiled for sm_90 (H100/H200)
 without a GPU, with its shared memory and register spills read off the compiler.
 
-    python -m lra_kit.attention.triton.compile_check [--json PATH] [--list]
+    python -m lra_kit.attention.causal.triton.compile_check [--json PATH] [--list]
 
 Triton ships its NVIDIA backend and ``ptxas`` in the wheel, so this runs on a CPU-only machine: the
 kernels go through Triton's code generator and ``ptxas -v`` exactly as on first launch on a GPU.
@@ -10,7 +10,7 @@ reports spill stores or loads (registers spilled to local memory: slow, and the 
 large for its warps). ``tests/test_triton_compile_guard.py`` runs this in a fresh process (Triton's
 interpreter flag must be off when Triton is first imported).
 
-The variants are those :class:`lra_kit.attention.triton.causal_product._Launch` can produce: each input
+The variants are those :class:`lra_kit.attention.causal.triton.host._Launch` can produce: each input
 type, each output type, both directions in time, β = 0 or not (``USE_D``), with or without an initial
 state and a final one, and the tile sizes of every head and feature width (block sizes 16 … the type's
 cap in ``TILING``; wider feature maps, e.g. Performer's 267 features, are walked in steps of that cap).
@@ -43,7 +43,7 @@ def variants() -> list[dict]:
     largest chunk: the tiles of every head and feature width (block sizes 16 … the type's cap)."""
     import torch
 
-    from lra_kit.attention.triton.causal_product import TILING, dot_types, output_warps
+    from lra_kit.attention.causal.triton.host import TILING, dot_types, output_warps
 
     out = []
     for dtype in INPUT_TYPES:
@@ -160,7 +160,7 @@ def describe(variant: dict) -> str:
 
 
 def _compile_one(variant: dict) -> dict:
-    from lra_kit.attention.triton.switch import _kernels
+    from lra_kit.attention.causal.triton.switch import _kernels
 
     return compile_variant(_kernels(False), variant)
 
@@ -190,7 +190,7 @@ def run(selected: list[dict] | None = None, progress=None, jobs: int = 1) -> lis
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lra_kit.attention.triton.compile_check",
+    parser = argparse.ArgumentParser(prog="python -m lra_kit.attention.causal.triton.compile_check",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default=None, help="write every variant's numbers to this file")
     parser.add_argument("--list", action="store_true", help="list the variants and exit")

@@ -5,10 +5,10 @@
 
 Katharopoulos et al. eq. 9 at β = 0, γ = 1, and Nguyen et al. eq. 13 at β > 0; without φ and without the
 normaliser it is the bare weighted causal product (:func:`causal_product`). Its state after position t is
-(s, d, z) of :mod:`lra_kit.attention.causal_state`.
+(s, d, z) of :mod:`lra_kit.attention.causal.state`.
 
-Two paths compute it: the chunked PyTorch code (:mod:`lra_kit.attention.chunked`; the reference and the CPU path)
-and the Triton kernels (:mod:`lra_kit.attention.triton.causal_product`; CUDA tensors). :func:`_path` chooses one,
+Two paths compute it: the chunked PyTorch code (:mod:`lra_kit.attention.causal.chunked`; the reference and the CPU path)
+and the Triton kernels (:mod:`lra_kit.attention.causal.triton.host`; CUDA tensors). :func:`_path` chooses one,
 once, here; both take φ, the padding mask, the starting state and the normaliser the same way, inside the one
 Function :class:`CausalProduct`, and both save for backward only the raw q, k, v, the mask, the output (when
 normalised: its gradient is −(g·out)/den) and the states at segment starts — never φ(Q), φ(K) or per-position
@@ -23,16 +23,19 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
-from lra_kit.attention import chunked
-from lra_kit.attention.causal_state import CausalState
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal import chunked
+from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE, prefix_sum
+from lra_kit.attention.causal.state import CausalState
+from lra_kit.attention.causal.triton import host
+from lra_kit.attention.causal.triton import switch as gpu
 from lra_kit.attention.precision import compute_dtype, without_autocast
-from lra_kit.attention.triton import causal_product as triton_path
-from lra_kit.attention.triton import switch as gpu
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "CausalProduct", "ProductState", "Spec", "causal_op", "causal_product", "prefix_sum",
+           "triton_causal_product"]
 
 
 class ProductState(NamedTuple):
-    """The state of the bare product :func:`causal_product`: (s, d) of :mod:`lra_kit.attention.causal_state`,
+    """The state of the bare product :func:`causal_product`: (s, d) of :mod:`lra_kit.attention.causal.state`,
     (batch, heads, dim, dim_v) each; ``d`` may be None (β = 0)."""
 
     s: torch.Tensor
@@ -55,7 +58,7 @@ class Spec(NamedTuple):
 
 
 def _path(spec: Spec):
-    return triton_path if spec.triton else chunked
+    return host if spec.triton else chunked
 
 
 class CausalProduct(torch.autograd.Function):
@@ -105,7 +108,7 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=No
     """Run :class:`CausalProduct`; returns ``(out, CausalState or None)``. Arguments are trusted (the public
     functions check them). ``key_padding_mask`` (B, N), True at padding, becomes the op's ``keep`` (1 for real
     keys, in the sums' type) here, once for both paths. ``triton=None`` chooses the path: the Triton kernels where
-    :func:`lra_kit.attention.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
+    :func:`lra_kit.attention.causal.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
     keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
     triton = gpu.available(q) if triton is None else triton
     spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
@@ -170,7 +173,7 @@ def triton_causal_product(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     out_dtype: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
-    """:func:`causal_product` held to the Triton path (whatever :func:`lra_kit.attention.triton.available` says):
+    """:func:`causal_product` held to the Triton path (whatever :func:`lra_kit.attention.causal.triton.available` says):
     out_i = Σ_{j≤i} u(i−j)(q_i·k_j) v_j (+ q_i·(s + β·u(i)·d) from ``initial_state=(s, d)``).
 
     float32, bfloat16 or float16, states accumulated in float32; ``chunk_size`` a power of two ≥ 16. Returns

@@ -1,6 +1,6 @@
 """The Triton path of the causal op: host side of the Triton kernels, forward and backward.
 
-:mod:`lra_kit.attention.causal_product` calls :func:`forward` and :func:`backward` from its one autograd
+:mod:`lra_kit.attention.causal.op` calls :func:`forward` and :func:`backward` from its one autograd
 Function when it chooses this path (CUDA tensors). The operation is the weighted causal product
 
     out_i = Σ_{j≤i} u(i−j) (q_i·k_j) v_j,        u(x) = (1 − β^{x+1}) / (1 − β),
@@ -19,7 +19,7 @@ Backward. With g = ∂L/∂out, the adjoint of the state pair at a chunk boundar
 ŝ_t = Σ_{i>t} q_i g_iᵀ and d̂_t = Σ_{i>t} β·u(i−t−1) q_i g_iᵀ (plus the gradients of the final
 state, which start the recursion); then ∇k_j and ∇v_j are the weighted products of eqs. 14–15
 backward in time and ∇q_i that of eq. 13 forward in time (module docstring of
-:mod:`lra_kit.attention.chunked`), and the adjoint at the start is the gradient of the starting state.
+:mod:`lra_kit.attention.causal.chunked`), and the adjoint at the start is the gradient of the starting state.
 The op saves the raw q, k, v, the mask, the output and the starting state; φ and the boundary states are
 recomputed. The kernels compute the numerator only: the normaliser's den and its adjoint come from prefix
 sums (:mod:`lra_kit.attention.normaliser`), inside the same Function as on the chunked path.
@@ -34,13 +34,13 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_state import CausalState
-from lra_kit.attention.chunked import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.state import CausalState
+from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.lag_weights import momentum_lag_weights
 from lra_kit.attention.mapped import masked, phi_backward, phi_forward
 from lra_kit.attention.normaliser import normaliser_gradients, prefix_denominator
 from lra_kit.attention.precision import compute_dtype
-from lra_kit.attention.triton.switch import kernels_for
+from lra_kit.attention.causal.triton.switch import kernels_for
 
 
 @functools.lru_cache(maxsize=64)
@@ -57,7 +57,7 @@ def lag_tables(beta: float, chunk_size: int, device: torch.device) -> tuple[torc
 
 class Tiling(NamedTuple):
     """Tile sizes and warps per input type. Each was compiled for sm_90 with ``ptxas -v`` (the compile guard,
-    :mod:`lra_kit.attention.triton.compile_check`): the largest that fit shared memory without register spills.
+    :mod:`lra_kit.attention.causal.triton.compile_check`): the largest that fit shared memory without register spills.
     float32's tf32x3 products hold three TF32 parts of every operand, so its tiles are smaller."""
 
     max_chunk: int  # largest chunk C (the caller's chunk_size is capped to it)
@@ -103,7 +103,7 @@ def output_warps(BX: int, BZ: int, dtype: torch.dtype = torch.bfloat16) -> int:
 
 
 class DotTypes(NamedTuple):
-    """Operand types of the kernels' products (module docstring of :mod:`lra_kit.attention.triton.kernels`)."""
+    """Operand types of the kernels' products (module docstring of :mod:`lra_kit.attention.causal.triton.kernels`)."""
 
     in_dot: str  # products of two input tiles
     acc_dot: str  # products with a float32 sum as operand (a state, the weighted scores)
@@ -190,10 +190,10 @@ class _Launch:
 
 
 def forward(spec, q, k, v, keep, state):
-    """The causal op's forward on the Triton path (:mod:`lra_kit.attention.causal_product` calls it inside its one
+    """The causal op's forward on the Triton path (:mod:`lra_kit.attention.causal.op` calls it inside its one
     autograd Function): φ and the padding mask in PyTorch, the weighted product in Triton over the whole sequence,
     the normaliser (when ``spec.eps`` is set) as prefix sums. Returns the output, the final
-    :class:`~lra_kit.attention.causal_state.CausalState` (when ``spec.final``) and what backward needs."""
+    :class:`~lra_kit.attention.causal.state.CausalState` (when ``spec.final``) and what backward needs."""
     dtype = compute_dtype(q.dtype)
     fq, fk = (q, k) if spec.phi is None else (spec.phi.queries(q), spec.phi.keys(k))
     fq32, fk32, vv32 = masked(fq, fk, v, _keep(keep), dtype)
@@ -240,7 +240,7 @@ def backward(spec, q, k, v, keep, out, memo, grad, grad_final, needs):
     """The gradients of :func:`forward`: the adjoint recursion of the module docstring in Triton, the normaliser's
     share (∂/∂den = −(g·out)/den) as prefix sums, then the chain rule through φ. ``needs``: q, k, v, s0, d0, z0.
     Returns dq, dk, dv and the gradient of the starting state as a
-    :class:`~lra_kit.attention.causal_state.CausalState`."""
+    :class:`~lra_kit.attention.causal.state.CausalState`."""
     init, z0 = memo
     dtype = compute_dtype(q.dtype)
     phi_q, phi_k, qs, ks = phi_forward(spec.phi, q, k, needs[:2])

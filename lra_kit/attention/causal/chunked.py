@@ -1,7 +1,7 @@
 """The chunked PyTorch path of the causal op, with the constant-memory gradient of Katharopoulos et al. §3.3.1.
 
-The reference and the CPU path of :mod:`lra_kit.attention.causal_product` (which chooses between it and the
-Triton path); it computes what :mod:`lra_kit.attention.causal_state` describes.
+The reference and the CPU path of :mod:`lra_kit.attention.causal.op` (which chooses between it and the
+Triton path); it computes what :mod:`lra_kit.attention.causal.state` describes.
 
 The numerator of causal linear attention (eq. 9) and of causal momentum attention
 (Nguyen et al. eq. 13) is one operation, a *weighted causal product*
@@ -46,12 +46,12 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal_state import CausalState, Normaliser
+from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE
+from lra_kit.attention.causal.state import CausalState, Normaliser
 from lra_kit.attention.lag_weights import decay_weights, momentum_lag_weights, scalar_u
 from lra_kit.attention.mapped import phi_backward, phi_forward
 from lra_kit.attention.precision import compute_dtype
 
-DEFAULT_CHUNK_SIZE = 64
 SEGMENT_CHUNKS = 8
 
 
@@ -338,23 +338,6 @@ def _initial_state_gradient(later: _Pair, beta: float, n: int, grad_final: _Pair
     return _Pair(gs, gd)
 
 
-def prefix_sum(x: torch.Tensor, chunk_size: int = DEFAULT_CHUNK_SIZE) -> torch.Tensor:
-    """Z_i = Σ_{j≤i} x_j along the length of a (batch, heads, length, dim) tensor (Katharopoulos eq. 11).
-
-    The same value as ``torch.cumsum(x, dim=2)``, computed as a lower-triangular matrix product
-    inside chunks plus the chunks' running totals: on a CPU, cumsum along a dimension that is
-    not the last one is several times slower.
-    """
-    ch = _chunking(x.shape[2], chunk_size, 0.0, x.dtype, x.device)
-    local = ch.intra @ ch.split(Workspace(x.dtype, x.device), "x", x)  # intra: lower-triangular ones at β = 0
-    if ch.n_chunks > 1:
-        totals = local[:, :, :, -1:]
-        local = local + (torch.cumsum(totals, 2) - totals)
-    return ch.join(local)
-
-
-
-
 def _keep(keep, sl):
     return None if keep is None else keep[:, None, sl, None]
 
@@ -384,7 +367,7 @@ def _inputs(ch: _Chunking, ws: Workspace, phi, q, k, v, keep, dtype):
 
 
 def forward(spec, q, k, v, keep, state: CausalState | None):
-    """The causal op's forward on this path (:mod:`lra_kit.attention.causal_product` calls it inside its one
+    """The causal op's forward on this path (:mod:`lra_kit.attention.causal.op` calls it inside its one
     autograd Function), segment by segment in one :class:`Workspace`: φ and the mask applied to one segment at a
     time, its output (normalised when ``spec.eps`` is set) written into place. Returns the output, the final
     :class:`CausalState` (when ``spec.final``) and the state at each segment start (what backward needs)."""

@@ -1,7 +1,7 @@
 """Triton kernels of the chunked weighted causal product (imported only when Triton is used).
 
 Two kernels serve the forward and the three gradients of
-:func:`lra_kit.attention.triton.triton_causal_product`:
+:func:`lra_kit.attention.causal.triton.triton_causal_product`:
 
 ``chunk_states_kernel``
     walks the chunks of one (batch·head) in order — forward in time for the states Σ u k vᵀ,
@@ -35,7 +35,7 @@ import triton.language as tl
 @triton.jit
 def loop_bound_probe_kernel(out_ptr, n):
     """Stores ``n`` by counting to it: a loop to a run-time bound, as ``chunk_states_kernel`` has. Run once under
-    the interpreter (:func:`lra_kit.attention.triton.switch.interpreter_problem`), before any real kernel."""
+    the interpreter (:func:`lra_kit.attention.causal.triton.switch.interpreter_problem`), before any real kernel."""
     total = 0
     for _ in range(n):
         total += 1
