@@ -163,13 +163,71 @@ MOMENTUM_TABLE2 = _table(_NG, "Table 2", "§4.2", ("Bits/dim", "Images/sec"), di
     (0.84, 0.45), (0.85, 142.8), (0.84, 139.7), (0.82, 135.5), (0.80, 134.9)), strict=True)))
 MOMENTUM_TABLE3 = _table(_NG, "Table 3", "§4.2", ("Bits/dim", "Images/sec"), dict(zip(_MOMENTUM_ROWS, (
     (3.20, 0.004), (3.44, 17.85), (3.43, 17.52), (3.41, 17.11), (3.38, 17.07)), strict=True)))
+
+
+@dataclass(frozen=True)
+class TimingMachine:
+    """What a paper says of the machine behind one column of timings: ``kind`` ("GPU", "CPU"; None where the
+    paper does not say), ``card`` (None where the paper names none for these timings), the ``section`` that
+    says it, and ``context``: the cards the paper does name, and for what."""
+
+    kind: str | None
+    card: str | None
+    section: str
+    context: str
+
+    def describe(self, section: bool = True) -> str:
+        """Short, for a table's row: "GPU, card not named (§C.2)", "machine not stated (§4.2)"."""
+        where = f" ({self.section})" if section else ""
+        if self.kind is None:
+            return f"machine not stated{where}"
+        return f"{self.kind}, {self.card or ('card' if self.kind == 'GPU' else 'model') + ' not named'}{where}"
+
+
+# Neither paper names the card that timed its image generation. Katharopoulos et al. tie the MNIST throughput to
+# what "a single GPU" holds (10,000 images generated at once, §4.2.1), and §C.2 times Table 5 "on the GPU" and on
+# a CPU and compares the GPU column with Table 4's throughput; the cards the paper names are an NVidia GTX 1080 Ti
+# (11 GB) for the synthetic benchmark of §4.1 and an NVidia P40 (24 GB), "the largest GPU that is available to
+# us", for training the CIFAR-10 softmax model at batch 1 (§4.2.2). Nguyen et al. say nothing of the machine
+# behind their images/s (§4.2), whose softmax and linear rows repeat Katharopoulos et al.'s; they name an NVIDIA
+# V100 as the largest GPU available to them for training on CIFAR-10 (§4.2).
+_K_CARDS = ("the paper names an NVidia GTX 1080 Ti for its synthetic benchmark (§4.1) and an NVidia P40 (24 GB) "
+            "as the largest GPU it had, for training on CIFAR-10 (§4.2.2)")
+_N_CARDS = ("the softmax and linear rows repeat Katharopoulos et al.'s; the paper names an NVIDIA V100 as the "
+            "largest GPU it had, for training on CIFAR-10 (§4.2)")
+_K_GPU = TimingMachine("GPU", None, "§C.2", _K_CARDS)
+_GENERATION_MACHINES = {
+    **{(_KT, t.table, "Images/sec"): TimingMachine("GPU", None, "§4.2.1, §C.2", _K_CARDS)
+       for t in (KATHAROPOULOS_TABLE1, KATHAROPOULOS_TABLE2, KATHAROPOULOS_TABLE4_MNIST, KATHAROPOULOS_TABLE4_CIFAR10)},
+    **{(_KT, t.table, "Seconds (GPU)"): _K_GPU for t in (KATHAROPOULOS_TABLE5_MNIST, KATHAROPOULOS_TABLE5_CIFAR10)},
+    **{(_KT, t.table, "Seconds (CPU)"): TimingMachine("CPU", None, "§C.2", "the paper does not describe the CPU")
+       for t in (KATHAROPOULOS_TABLE5_MNIST, KATHAROPOULOS_TABLE5_CIFAR10)},
+    **{(_NG, t.table, "Images/sec"): TimingMachine(None, None, "§4.2", _N_CARDS)
+       for t in (MOMENTUM_TABLE2, MOMENTUM_TABLE3)},
+}
+
+
+def timing_machine(table: PaperTable, column: str) -> TimingMachine:
+    """What the paper says of the machine behind ``column`` of an image-generation ``table`` (images/s, seconds
+    per image: Katharopoulos et al. Tables 1, 2, 4, 5; Nguyen et al. Tables 2, 3)."""
+    if not isinstance(table, PaperTable):
+        raise ValueError(f"table must be a PaperTable, got {table!r}")
+    key = (table.paper, table.table, column)
+    if key not in _GENERATION_MACHINES:
+        timed = sorted(f"{p} {t}, {c!r}" for p, t, c in _GENERATION_MACHINES)
+        raise ValueError(f"column {column!r} of {table.paper} {table.table} is not a generation timing; "
+                         f"those are: {'; '.join(timed)}")
+    return _GENERATION_MACHINES[key]
+
+
 # Nguyen et al. Figure 1 caption (§4.1): training seconds per epoch of the copy task.
 MOMENTUM_FIGURE1_EPOCH_SECONDS = _table(_NG, "Figure 1 (caption)", "§4.1", ("Seconds per epoch",), {
     "Softmax": (7.1,), "Reformer": (6.9,), "Linear": (6.4,), _MT: (6.5,), _MC: (6.6,), _AD: (6.8,)})
 
 __all__ += ["KATHAROPOULOS_TABLE1", "KATHAROPOULOS_TABLE2", "KATHAROPOULOS_TABLE4_MNIST",
             "KATHAROPOULOS_TABLE4_CIFAR10", "KATHAROPOULOS_TABLE5_MNIST", "KATHAROPOULOS_TABLE5_CIFAR10",
-            "MOMENTUM_TABLE2", "MOMENTUM_TABLE3", "MOMENTUM_FIGURE1_EPOCH_SECONDS"]
+            "MOMENTUM_TABLE2", "MOMENTUM_TABLE3", "MOMENTUM_FIGURE1_EPOCH_SECONDS", "TimingMachine",
+            "timing_machine"]
 # ---------------------------------------------------------------------------------------------------------------
 # Long Range Arena and the speed/memory tables (notebooks/lra.md, notebooks/speed_memory.md).
 

@@ -1,0 +1,308 @@
+"""Image-generation speed beside the papers': the tables of notebooks/image_generation.md, built from the records.
+
+Katharopoulos et al. report images generated per second with the speed-up over the softmax transformer beside
+it ("142.8 (317×)", Tables 1-2, §4.2), add the key/value cache ("stateful-softmax", appendix Table 4, §C.1) and
+the seconds to generate one image at batch 1 on a CPU and on a GPU (appendix Table 5, §C.2); Nguyen et al. repeat
+the images/s of softmax and linear attention and add momentum (Tables 2-3, §4.2). :func:`speed_rows` sets these
+beside every record of ``lra-kit bench generation`` (``results/bench/generation-*.json``, one per device, read by
+:func:`generation_records`) at batch 1 and at the largest batch the record timed. A speed-up is computed within
+one row of the table: one paper table, or one record at one batch setting (images/s ÷ the softmax's images/s
+there, and for the constant-state RNNs ÷ the key/value cache's). Where a record timed only a prefix of an image
+(its ``extrapolation``), the images/s and every speed-up built from them carry a mark: "≤" at most, "≥" at least,
+"~" an estimate.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from lra_kit import paper_numbers as pn
+from lra_kit.bench.generation import GROWING, METHODS, PAPER_ROW
+
+LABELS = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "linear": "linear", "momentum": "momentum"}
+CACHE = "softmax-kv-cache"  # the second reference of the speed-ups
+RNNS = tuple(m for m in METHODS if not GROWING[m])  # a state of constant size: their speed-up over the cache too
+# The papers' rows for our methods in Nguyen et al. Tables 2-3 (Katharopoulos et al.'s: PAPER_ROW).
+NGUYEN_ROW = {"softmax": "Standard softmax transformer", "linear": "Linear transformer",
+              "momentum": "Momentum transformer"}
+# Per task: its title, Katharopoulos et al.'s main table and appendix Tables 4 and 5, Nguyen et al.'s table.
+PAPERS = {
+    "mnist": ("MNIST", pn.KATHAROPOULOS_TABLE1, pn.KATHAROPOULOS_TABLE4_MNIST, pn.KATHAROPOULOS_TABLE5_MNIST,
+              pn.MOMENTUM_TABLE2),
+    "cifar10": ("CIFAR-10", pn.KATHAROPOULOS_TABLE2, pn.KATHAROPOULOS_TABLE4_CIFAR10,
+                pn.KATHAROPOULOS_TABLE5_CIFAR10, pn.MOMENTUM_TABLE3),
+}
+NOT_RECORDED = "not recorded"
+NOT_IN_PAPER = "—"
+# A record's extrapolation is about the time per image: a lower bound on it is an upper bound on images/s.
+SPEED_MARK = {"none": "", "lower bound": "≤", "estimate": "~"}
+_INVERSE = {"": "", "≤": "≥", "≥": "≤", "~": "~"}
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Images/s with its mark ("", "≤", "≥", "~"), and the batch it was timed at (None: the paper's, unstated)."""
+
+    images_per_s: float
+    mark: str = ""
+    batch: int | None = None
+
+
+def ratio_mark(numerator: str, denominator: str) -> str:
+    """The mark of a ÷ b from those of a and b: at most ÷ exact is at most, exact ÷ at most is at least, and
+    where the two bounds do not point the same way (or one is an estimate) the ratio is an estimate."""
+    for mark in (numerator, denominator):
+        if mark not in _INVERSE:
+            raise ValueError(f"a mark must be one of {sorted(_INVERSE)}, got {mark!r}")
+    a, b = numerator, _INVERSE[denominator]
+    if not a or not b or a == b:
+        return a or b
+    return "~"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method in one row: its speed, and its speed-ups over the softmax and the key/value cache of the row
+    (None where the row has no such reference, or where it would be the method itself)."""
+
+    speed: Speed
+    over_softmax: tuple[float, str] | None
+    over_cache: tuple[float, str] | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row of a task's table: where it comes from, and a :class:`Cell` per method (None: the paper has no such
+    row; the string :data:`NOT_RECORDED`: the record has none)."""
+
+    source: str
+    cells: dict
+
+
+def _cells(speeds: dict[str, Speed | str | None]) -> dict:
+    """The cells of one row from its speeds: each speed-up over the softmax and the cache of the same row."""
+    def over(method: str, reference: str) -> tuple[float, str] | None:
+        a, b = speeds[method], speeds.get(reference)
+        if not isinstance(a, Speed) or not isinstance(b, Speed) or method == reference:
+            return None
+        return a.images_per_s / b.images_per_s, ratio_mark(a.mark, b.mark)
+
+    return {m: Cell(s, over(m, "softmax"), over(m, CACHE) if m in RNNS else None) if isinstance(s, Speed) else s
+            for m, s in speeds.items()}
+
+
+def _check_task(task: str) -> None:
+    if task not in PAPERS:
+        raise ValueError(f"task must be one of {', '.join(PAPERS)}, got {task!r}")
+
+
+def paper_rows(task: str) -> list[Row]:
+    """The papers' rows for ``task``: Katharopoulos et al.'s images/s (their main table with appendix Table 4's
+    key/value cache), Nguyen et al.'s, and appendix Table 5's seconds per image at batch 1 as 1 ÷ seconds, CPU
+    and GPU; each names the table and what the paper says of the machine (:func:`lra_kit.paper_numbers.
+    timing_machine`)."""
+    _check_task(task)
+    _, main, table4, table5, nguyen = PAPERS[task]
+    rows = []
+    k4 = {m: Speed(table4.value(PAPER_ROW[m], "Images/sec")) if m in PAPER_ROW else None for m in METHODS}
+    for m in PAPER_ROW:  # the appendix repeats the main table, with one more row (tested in tests/)
+        if PAPER_ROW[m] in main.rows and main.value(PAPER_ROW[m], "Images/sec") != k4[m].images_per_s:
+            raise ValueError(f"{table4.table} and {main.table} disagree on {PAPER_ROW[m]!r}")
+    machine = pn.timing_machine(table4, "Images/sec").describe(section=False)
+    rows.append(Row(f"Katharopoulos {main.table}, {table4.table}: {machine}", _cells(k4)))
+    ng = {m: Speed(nguyen.value(NGUYEN_ROW[m], "Images/sec")) if m in NGUYEN_ROW else None for m in METHODS}
+    machine = pn.timing_machine(nguyen, "Images/sec").describe(section=False)
+    rows.append(Row(f"Nguyen {nguyen.table}: {machine}", _cells(ng)))
+    for column in table5.columns:
+        t5 = {m: Speed(1.0 / table5.value(PAPER_ROW[m], column), batch=1) if m in PAPER_ROW else None
+              for m in METHODS}
+        machine = pn.timing_machine(table5, column).describe(section=False)
+        rows.append(Row(f"Katharopoulos {table5.table}, batch 1: {machine}", _cells(t5)))
+    return rows
+
+
+def machine_label(record: dict) -> str:
+    """The machine a record names: its GPU ("NVIDIA H200"), or "CPU (x86_64, 1 thread)" from its processor and
+    the threads of its runs."""
+    device = str(record.get("device", "?"))
+    if device != "cpu":
+        return device
+    config = record.get("config", {})
+    threads = sorted({run.get("threads") for run in config.get("runs", [config]) if run.get("threads")})
+    parts = [record["processor"]] if record.get("processor") else []
+    if threads:
+        parts.append("-".join(map(str, threads)) + (" thread" if threads == [1] else " threads"))
+    return "CPU" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _largest(rows: list[dict]) -> dict[str, dict]:
+    """Per method, its row at the largest batch (a row of the largest-batch search first where batches tie)."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        key = (r["batch"], r.get("batch_search") == "largest")
+        if r["method"] not in best or key > (best[r["method"]]["batch"], best[r["method"]].get("batch_search")
+                                              == "largest"):
+            best[r["method"]] = r
+    return best
+
+
+def record_rows(task: str, name: str, record: dict) -> list[Row]:
+    """A record's rows for ``task``: batch 1, and the largest batch it timed (each method's, where they differ);
+    one row of :data:`NOT_RECORDED` where the record has nothing for the task."""
+    _check_task(task)
+    label = f"ours, {machine_label(record)}"
+    rows = [r for r in record["metrics"]["rows"] if r["task"] == task and r["method"] in METHODS]
+    if not rows:
+        return [Row(label, {m: NOT_RECORDED for m in METHODS})]
+
+    def speed(r: dict | None) -> Speed | str:
+        if r is None:
+            return NOT_RECORDED
+        if r["extrapolation"] not in SPEED_MARK:
+            raise ValueError(f"record {name!r}: unknown extrapolation {r['extrapolation']!r}")
+        return Speed(r["images_per_s"], SPEED_MARK[r["extrapolation"]], r["batch"])
+
+    ones = [r for r in rows if r["batch"] == 1]
+    one = {r["method"]: r for r in sorted(ones, key=lambda r: r.get("batch_search") == "largest", reverse=True)}
+    out = []
+    if one:
+        out.append(Row(f"{label}, batch 1", _cells({m: speed(one.get(m)) for m in METHODS})))
+    largest = _largest(rows)
+    batches = {r["batch"] for r in largest.values()}
+    if max(batches) > 1:
+        each = f"batch {batches.pop()}" if len(batches) == 1 else "the largest batch of each"
+        out.append(Row(f"{label}, {each}", _cells({m: speed(largest.get(m)) for m in METHODS})))
+    return out
+
+
+def generation_records(results: Path | str | None) -> dict[str, dict]:
+    """Every ``results/bench/generation-*.json``, by the name after ``generation-`` ("cpu", "h200"), the CPU's
+    first; {} where ``results`` is None or holds none."""
+    if results is None:
+        return {}
+    paths = glob.glob(str(Path(results) / "bench" / "generation-*.json"))
+    names = {Path(p).stem.removeprefix("generation-"): p for p in paths}
+    return {n: json.loads(Path(names[n]).read_text()) for n in sorted(names, key=lambda n: (n != "cpu", n))}
+
+
+def speed_rows(task: str, records: dict[str, dict]) -> list[Row]:
+    """The papers' rows for ``task`` (:func:`paper_rows`), then each record's (:func:`record_rows`); one row of
+    :data:`NOT_RECORDED` where there is no record."""
+    rows = paper_rows(task)
+    for name, record in records.items():
+        rows += record_rows(task, name, record)
+    if not records:
+        rows.append(Row("ours", {m: NOT_RECORDED for m in METHODS}))
+    return rows
+
+
+def _num(x: float) -> str:
+    """Three significant digits, or a whole number from 100 on (a speed-up of 4,462)."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x <= 0:
+        return f"{x:.3g}"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(x)))}f}"
+
+
+def _speed_text(speed: Speed, paper: bool) -> str:
+    return speed.mark + (f"{speed.images_per_s:g}" if paper and speed.batch is None else _num(speed.images_per_s))
+
+
+def format_cell(cell, *, paper: bool = False, batch: bool = False) -> str:
+    """"142.8 (317×; 18.9×)": images/s, then the speed-ups over the row's softmax and key/value cache; a paper's
+    images/s as printed; ``batch``: the batch first ("batch 16: …"); :data:`NOT_IN_PAPER` for None."""
+    if cell is None:
+        return NOT_IN_PAPER
+    if isinstance(cell, str):
+        return cell
+    ups = [f"{up[1]}{_num(up[0])}×" for up in (cell.over_softmax, cell.over_cache) if up is not None]
+    if cell.over_softmax is None and cell.over_cache is not None:
+        ups.insert(0, "–")
+    text = _speed_text(cell.speed, paper) + (f" ({'; '.join(ups)})" if ups else "")
+    return f"batch {cell.speed.batch}: {text}" if batch else text
+
+
+def speed_table(task: str, records: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of ``task``'s table (:func:`speed_rows`), for :func:`lra_kit.viz.results.markdown_table`:
+    a row per source, a column per method."""
+    header = ["source, machine, batch"] + [LABELS[m] for m in METHODS]
+    table = []
+    papers = len(paper_rows(task))
+    for i, row in enumerate(speed_rows(task, records)):
+        each = row.source.endswith("the largest batch of each")
+        table.append([row.source] + [format_cell(row.cells[m], paper=i < papers, batch=each) for m in METHODS])
+    return header, table
+
+
+def speed_caption(task: str) -> str:
+    """What a cell of ``task``'s table says, and where the papers' rows come from."""
+    _check_task(task)
+    title, main, table4, table5, nguyen = PAPERS[task]
+    return (f"**{title}**: images generated per second; in parentheses the speed-up over the softmax transformer of "
+            f"the same row and, for the RNNs ({', '.join(LABELS[m] for m in RNNS)}), over its key/value cache. "
+            f"The papers' rows: Katharopoulos et al. {main.table} ({main.section}) with the key/value cache "
+            f"(\"stateful-softmax\") of {table4.table} ({table4.section}), Nguyen et al. {nguyen.table} "
+            f"({nguyen.section}), and {table5.table}'s seconds per image at batch 1 ({table5.section}), as "
+            f"1 ÷ seconds.")
+
+
+def speed_notes(records: dict[str, dict]) -> str:
+    """The marks, the machines the papers name (and for what), and how each record's largest batch was chosen."""
+    k_gpu = pn.timing_machine(pn.KATHAROPOULOS_TABLE4_MNIST, "Images/sec")
+    ng = pn.timing_machine(pn.MOMENTUM_TABLE2, "Images/sec")
+    lines = ["≤ at most, ≥ at least, ~ an estimate: the record timed only a prefix of the image (its "
+             f"`extrapolation`); {NOT_IN_PAPER}: no such row in the paper; {NOT_RECORDED}: no such row in the "
+             "record. A speed-up at the largest batch compares each method at its own largest batch.",
+             f"The papers' machines: Katharopoulos et al. timed on a {k_gpu.kind} ({k_gpu.section}) whose card "
+             f"they do not name: {k_gpu.context}. Nguyen et al. do not say where they timed: {ng.context}. "
+             "Neither paper states the batch of its images/s; Katharopoulos et al.'s linear model generates "
+             "10,000 MNIST images at once on one GPU (§4.2.1)."]
+    for name, record in records.items():
+        config = record.get("config", {})
+        runs = config.get("runs", [config])
+        caps = sorted({run.get("largest_batch", {}).get("max_batch") for run in runs} - {None})
+        searched = any(run.get("largest_batch", {}).get("searched") for run in runs)
+        loads = [v for run in runs for v in (run.get("load_average_1min") or {}).values() if v is not None]
+        line = f"Record `generation-{name}.json` ({machine_label(record)}, torch {record.get('torch', '?')}, " \
+               f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {str(record.get('date', '?'))[:10]})"
+        if searched and caps:
+            line += (f": the largest batch found by doubling up to {', '.join(map(str, caps))}"
+                     + (" (on a CPU memory does not bound it: the cap does)" if record.get("device") == "cpu" else ""))
+        if loads:
+            line += f"; load average {min(loads):g}–{max(loads):g} during its runs (the machine was shared)"
+        lines.append(line + ".")
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
+    """One sentence on what the lean step (:mod:`lra_kit.models.decode`) changed in ``record`` at ``batch``: the
+    operators per pixel and the milliseconds per pixel through the modules' step and through the lean step, on the
+    same pixels (the rows timed with ``--reference``); None where the record has no such rows."""
+    _check_task(task)
+    rows = [r for r in record["metrics"]["rows"] if r["task"] == task and r["batch"] == batch
+            and "modules" in r and "modules_ops_per_pixel" in r and "ops_per_pixel" in r]
+    rows.sort(key=lambda r: METHODS.index(r["method"]) if r["method"] in METHODS else len(METHODS))
+    if not rows:
+        return None
+
+    def pairs(before, after, digits: int, named: bool) -> str:
+        items = [f"{before(r):.{digits}f} to {after(r):.{digits}f}"
+                 + (f" ({LABELS.get(r['method'], r['method'])})" if named else "") for r in rows]
+        return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
+
+    rounds = sorted({len(r.get("rounds_s", [])) or 1 for r in rows})
+    medians = "one round" if rounds == [1] else f"medians of {'-'.join(map(str, rounds))} rounds"
+    return (f"On {PAPERS[task][0]} at batch {batch}, on the {machine_label(record)}, the lean step in place of the "
+            f"modules' step took the operators dispatched per pixel from "
+            f"{pairs(lambda r: r['modules_ops_per_pixel'], lambda r: r['ops_per_pixel'], 0, True)}, and the "
+            f"milliseconds per pixel from "
+            f"{pairs(lambda r: r['modules']['ms_per_pixel'], lambda r: r['ms_per_pixel'], 2, False)} "
+            f"in the same order ({medians}, over the same pixels).")
+
+__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "Speed", "Cell", "Row", "ratio_mark", "paper_rows", "record_rows",
+           "generation_records", "speed_rows", "format_cell", "speed_table", "speed_caption", "speed_notes",
+           "machine_label", "lean_step_sentence"]

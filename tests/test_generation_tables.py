@@ -1,0 +1,164 @@
+"""The image-generation speed tables (lra_kit.bench.generation_tables): the papers' speed-ups come out as the papers
+print them, ours are each record's own images/s ÷ its own softmax's, bounds keep their direction, and what no record
+holds reads "not recorded"."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lra_kit import paper_numbers as pn
+from lra_kit.bench import generation_tables as gt
+from lra_kit.bench.generation import METHODS
+
+SOFTMAX, CACHE = "softmax", gt.CACHE
+RNN = gt.RNNS[0]
+
+
+def _row(task, method, batch, images_per_s, extrapolation="none", **extra):
+    return {"task": task, "method": method, "batch": batch, "images_per_s": images_per_s,
+            "extrapolation": extrapolation, **extra}
+
+
+def _record(device, rows, **extra):
+    return {"device": device, "metrics": {"rows": rows}, "config": {"threads": 1}, "torch": "x", "date": "2026",
+            **extra}
+
+
+def _speeds(task, base):
+    """A row per method at batch 1: images/s base × (1, 2, 3, …) in METHODS' order."""
+    return [_row(task, m, 1, base * (i + 1)) for i, m in enumerate(METHODS)]
+
+
+def test_the_papers_speed_ups_are_the_ones_they_print():
+    """The "(N×)" the papers print beside images/s and seconds (not stored: recomputed here from the tables)."""
+    printed = {  # (task, row of paper_rows, method): the speed-up over softmax as printed
+        ("mnist", 0, "linear"): 317, ("mnist", 0, CACHE): 16.8, ("mnist", 1, "momentum"): 310,
+        ("cifar10", 0, "linear"): 4462, ("cifar10", 0, CACHE): 80, ("cifar10", 1, "momentum"): 4380,
+        ("mnist", 2, "linear"): 13.2, ("cifar10", 2, "linear"): 191.8,  # Table 5: softmax's seconds ÷ linear's
+    }
+    for (task, i, method), value in printed.items():
+        up, mark = gt.paper_rows(task)[i].cells[method].over_softmax
+        assert up == pytest.approx(value, rel=0.002) and mark == ""  # the papers round to 3-4 digits
+
+
+def test_the_paper_rows_name_their_table_and_machine():
+    rows = gt.paper_rows("mnist")
+    assert [r.source.split(":")[0] for r in rows] == [
+        "Katharopoulos Table 1, Table 4 (a)", "Nguyen Table 2", "Katharopoulos Table 5 (a), batch 1",
+        "Katharopoulos Table 5 (a), batch 1"]
+    assert [r.source.split(": ")[1] for r in rows] == ["GPU, card not named", "machine not stated",
+                                                       "CPU, model not named", "GPU, card not named"]
+    assert rows[1].cells[CACHE] is None and gt.format_cell(rows[1].cells[CACHE]) == gt.NOT_IN_PAPER
+
+
+def test_timing_machine_knows_every_generation_timing_and_nothing_else():
+    for table in (pn.KATHAROPOULOS_TABLE1, pn.KATHAROPOULOS_TABLE2, pn.KATHAROPOULOS_TABLE4_MNIST,
+                  pn.KATHAROPOULOS_TABLE4_CIFAR10, pn.MOMENTUM_TABLE2, pn.MOMENTUM_TABLE3):
+        assert pn.timing_machine(table, "Images/sec").card is None  # neither paper names the card that timed
+        with pytest.raises(ValueError, match="Bits/dim"):
+            pn.timing_machine(table, "Bits/dim")
+    for table in (pn.KATHAROPOULOS_TABLE5_MNIST, pn.KATHAROPOULOS_TABLE5_CIFAR10):
+        assert [pn.timing_machine(table, c).kind for c in table.columns] == ["CPU", "GPU"]
+    with pytest.raises(ValueError, match="table must be a PaperTable"):
+        pn.timing_machine("Table 1", "Images/sec")
+    with pytest.raises(ValueError, match="not a generation timing"):
+        pn.timing_machine(pn.LUNA_TABLE2, "Steps/s 1K")
+
+
+def test_each_record_divides_by_its_own_softmax():
+    records = {"cpu": _record("cpu", _speeds("mnist", 0.01), processor="x86_64"),
+               "h200": _record("NVIDIA H200", _speeds("mnist", 1.0))}
+    ours = gt.speed_rows("mnist", records)[len(gt.paper_rows("mnist")):]
+    assert [r.source for r in ours] == ["ours, CPU (x86_64, 1 thread), batch 1", "ours, NVIDIA H200, batch 1"]
+    for row, record in zip(ours, records.values(), strict=True):
+        ips = {r["method"]: r["images_per_s"] for r in record["metrics"]["rows"]}
+        for m in METHODS:
+            cell = row.cells[m]
+            assert cell.speed.images_per_s == ips[m]
+            assert cell.over_softmax == (None if m == SOFTMAX else (pytest.approx(ips[m] / ips[SOFTMAX]), ""))
+            assert cell.over_cache == ((pytest.approx(ips[m] / ips[CACHE]), "") if m in gt.RNNS else None)
+    header, table = gt.speed_table("mnist", records)
+    assert header[1:] == [gt.LABELS[m] for m in METHODS]
+    i = METHODS.index(RNN)
+    assert table[-1][1 + i] == f"{i + 1:.2f} ({i + 1:.2f}×; {(i + 1) / (METHODS.index(CACHE) + 1):.2f}×)"
+
+
+def test_what_no_record_holds_is_not_recorded():
+    rows = [r for r in _speeds("mnist", 1.0) if r["method"] != RNN]
+    records = {"cpu": _record("cpu", rows)}
+    header, table = gt.speed_table("mnist", records)
+    assert table[-1][1 + METHODS.index(RNN)] == gt.NOT_RECORDED
+    _, table = gt.speed_table("cifar10", records)  # the record has no CIFAR-10 row at all
+    assert table[-1] == ["ours, CPU (1 thread)"] + [gt.NOT_RECORDED] * len(METHODS)
+    _, table = gt.speed_table("cifar10", {})
+    assert table[-1] == ["ours"] + [gt.NOT_RECORDED] * len(METHODS)
+    no_softmax = {"cpu": _record("cpu", [r for r in _speeds("mnist", 1.0) if r["method"] != SOFTMAX])}
+    assert gt.speed_table("mnist", no_softmax)[1][-1][1 + METHODS.index(RNN)].startswith(f"{METHODS.index(RNN) + 1}")
+    assert "(–; " in gt.speed_table("mnist", no_softmax)[1][-1][1 + METHODS.index(RNN)]
+
+
+def test_a_timed_prefix_marks_the_speed_and_every_ratio_built_from_it():
+    rows = _speeds("mnist", 1.0)
+    rows[METHODS.index(SOFTMAX)]["extrapolation"] = "lower bound"  # its time at least: its images/s at most
+    rows[METHODS.index(CACHE)]["extrapolation"] = "lower bound"
+    rows[METHODS.index(RNN)]["extrapolation"] = "estimate"
+    cells = gt.record_rows("mnist", "cpu", _record("cpu", rows))[0].cells
+    assert cells[SOFTMAX].speed.mark == "≤"
+    assert cells[CACHE].over_softmax[1] == "~"  # at most ÷ at most: no direction
+    assert cells[RNN].over_softmax[1] == cells[RNN].over_cache[1] == "~"
+    exact = next(m for m in gt.RNNS if m != RNN)
+    assert cells[exact].over_softmax[1] == cells[exact].over_cache[1] == "≥"
+    assert gt.format_cell(cells[exact]).startswith(f"{METHODS.index(exact) + 1:.2f} (≥")
+    assert gt.format_cell(cells[SOFTMAX]) == "≤1.00"
+
+
+@pytest.mark.parametrize("a,b,expected", [("", "", ""), ("≤", "", "≤"), ("", "≤", "≥"), ("≥", "≤", "≥"),
+                                          ("≤", "≤", "~"), ("~", "", "~"), ("", "~", "~"), ("≥", "≥", "~")])
+def test_ratio_marks(a, b, expected):
+    assert gt.ratio_mark(a, b) == expected
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="a mark"):
+        gt.ratio_mark("<", "")
+    with pytest.raises(ValueError, match="task must be one of"):
+        gt.speed_rows("copy", {})
+    bad = _record("cpu", [_row("mnist", m, 1, 1.0, "guess") for m in METHODS])
+    with pytest.raises(ValueError, match="unknown extrapolation 'guess'"):
+        gt.record_rows("mnist", "cpu", bad)
+
+
+def test_the_largest_batch_is_each_methods_own():
+    rows = _speeds("mnist", 1.0) + [_row("mnist", m, 16, 10.0 * (i + 1), batch_search="largest")
+                                    for i, m in enumerate(METHODS)]
+    out = gt.record_rows("mnist", "cpu", _record("cpu", rows))
+    assert [r.source.rsplit(", ", 1)[1] for r in out] == ["batch 1", "batch 16"]
+    assert out[1].cells[CACHE].over_softmax[0] == pytest.approx(2.0)
+    rows[-1]["batch"] = 1024  # one method fits a larger batch (a GPU)
+    out = gt.record_rows("mnist", "gpu", _record("NVIDIA H100", rows))
+    assert out[1].source.endswith("the largest batch of each")
+    last = gt.speed_table("mnist", {"gpu": _record("NVIDIA H100", rows)})[1][-1]
+    assert last[1 + METHODS.index(METHODS[-1])].startswith("batch 1024: ")
+    assert last[1 + METHODS.index(SOFTMAX)].startswith("batch 16: ")
+
+
+def test_every_generation_record_is_read_the_cpu_first(tmp_path):
+    (tmp_path / "bench").mkdir()
+    for name, device in (("a100", "NVIDIA A100"), ("cpu", "cpu"), ("h200", "NVIDIA H200")):
+        (tmp_path / "bench" / f"generation-{name}.json").write_text(json.dumps(_record(device, [])))
+    (tmp_path / "bench" / "attention-cpu.json").write_text("{}")
+    assert list(gt.generation_records(tmp_path)) == ["cpu", "a100", "h200"]
+    assert gt.generation_records(None) == {}
+
+
+def test_the_lean_step_sentence_reads_the_record():
+    lean = [m for m in METHODS if m != SOFTMAX]
+    rows = [_row("mnist", m, 1, 1.0, ops_per_pixel=100 + i, modules_ops_per_pixel=200 + i, ms_per_pixel=1.0 + i,
+                 modules={"ms_per_pixel": 2.5 + i}, rounds_s=[{}, {}, {}]) for i, m in enumerate(lean)]
+    sentence = gt.lean_step_sentence(_record("cpu", rows), "mnist")
+    first = rows[0]
+    assert f"from 200 to 100 ({gt.LABELS[first['method']]})" in sentence
+    assert "milliseconds per pixel from 2.50 to 1.00, 3.50 to 2.00 and 4.50 to 3.00" in sentence
+    assert "medians of 3 rounds" in sentence
+    assert gt.lean_step_sentence(_record("cpu", rows), "cifar10") is None
