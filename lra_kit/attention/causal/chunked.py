@@ -338,6 +338,11 @@ def _initial_state_gradient(later: _Pair, beta: float, n: int, grad_final: _Pair
     return _Pair(gs, gd)
 
 
+def _keep_of(mask, dtype):
+    """key_padding_mask (B, N), True at padding, as 1.0 for real keys in the sums' type; None stays None."""
+    return None if mask is None else (~mask).to(dtype)
+
+
 def _keep(keep, sl):
     return None if keep is None else keep[:, None, sl, None]
 
@@ -366,12 +371,14 @@ def _inputs(ch: _Chunking, ws: Workspace, phi, q, k, v, keep, dtype):
     return out
 
 
-def forward(spec, q, k, v, keep, state: CausalState | None):
+def forward(spec, q, k, v, mask, state: CausalState | None, needs_grad=True):
     """The causal op's forward on this path (:mod:`lra_kit.attention.causal.op` calls it inside its one
     autograd Function), segment by segment in one :class:`Workspace`: φ and the mask applied to one segment at a
     time, its output (normalised when ``spec.eps`` is set) written into place. Returns the output, the final
-    :class:`CausalState` (when ``spec.final``) and the state at each segment start (what backward needs)."""
+    :class:`CausalState` (when ``spec.final``) and the state at each segment start (what backward needs; kept
+    whether or not ``needs_grad``: a few small matrices)."""
     dtype = compute_dtype(q.dtype)
+    keep = _keep_of(mask, dtype)
     B, H, N, _ = q.shape
     ws = Workspace(dtype, q.device)
     out = torch.empty(B, H, N, v.shape[-1], dtype=spec.out_dtype, device=v.device)
@@ -390,11 +397,12 @@ def forward(spec, q, k, v, keep, state: CausalState | None):
     return out, final, starts
 
 
-def backward(spec, q, k, v, keep, out, starts, grad, grad_final: CausalState | None, needs):
+def backward(spec, q, k, v, mask, out, starts, grad, grad_final: CausalState | None, needs):
     """The gradients of :func:`forward` (eqs. 13–15 and the normaliser's share), segments last to first in one
     :class:`Workspace`, φ recomputed per segment. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the
     gradient of the starting state as a :class:`CausalState`."""
     dtype, beta, C = compute_dtype(q.dtype), spec.beta, spec.chunk_size
+    keep = _keep_of(mask, dtype)
     final, gz = None, None
     if grad_final is not None:
         gs, gd, gz = grad_final

@@ -64,7 +64,7 @@ def _path(spec: Spec):
 class CausalProduct(torch.autograd.Function):
     """The module docstring's formula, forward and backward, on the path ``spec.triton`` names.
 
-    Inputs: q, k, v (B, H, N, ·), ``keep`` (B, N) float, 1 for real keys, or None, and the starting state
+    Inputs: q, k, v (B, H, N, ·), ``mask`` (B, N) bool, True at padded keys, or None, and the starting state
     s0, d0, z0 (each may be None). Outputs: out and the final s, d, z (None unless ``spec.final``).
 
     Saved for backward: q, k, v, the mask, the output when normalised, and the state at each segment start (a
@@ -73,10 +73,10 @@ class CausalProduct(torch.autograd.Function):
 
     @staticmethod
     @without_autocast
-    def forward(ctx, spec, q, k, v, keep, s0, d0, z0):
+    def forward(ctx, spec, q, k, v, mask, s0, d0, z0):
         state = None if s0 is None else CausalState(s0, d0, z0)
-        out, final, memo = _path(spec).forward(spec, q, k, v, keep, state)
-        ctx.save_for_backward(q, k, v, keep, out if spec.eps is not None else None)
+        out, final, memo = _path(spec).forward(spec, q, k, v, mask, state, any(ctx.needs_input_grad))
+        ctx.save_for_backward(q, k, v, mask, out if spec.eps is not None else None)
         ctx.spec, ctx.memo = spec, memo
         ctx.set_materialize_grads(False)  # None, not zeros, for an output the loss does not use
         return (out, *(final if final is not None else (None, None, None)))
@@ -85,10 +85,10 @@ class CausalProduct(torch.autograd.Function):
     @once_differentiable
     @without_autocast
     def backward(ctx, grad, gs, gd, gz):
-        q, k, v, keep, out = ctx.saved_tensors
+        q, k, v, mask, out = ctx.saved_tensors
         needs = ctx.needs_input_grad[1:4] + ctx.needs_input_grad[5:8]  # q, k, v, s0, d0, z0
         grad_final = None if gs is None and gd is None and gz is None else CausalState(gs, gd, gz)
-        dq, dk, dv, start = _path(ctx.spec).backward(ctx.spec, q, k, v, keep, out, ctx.memo, grad, grad_final, needs)
+        dq, dk, dv, start = _path(ctx.spec).backward(ctx.spec, q, k, v, mask, out, ctx.memo, grad, grad_final, needs)
         return (None, dq, dk, dv, None, *(g if need else None for g, need in zip(start, needs[3:], strict=True)))
 
 
@@ -106,10 +106,9 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=No
               initial_state: CausalState | None = None, output_final_state=False, keep_d=False, triton=None,
               out_dtype=None):
     """Run :class:`CausalProduct`; returns ``(out, CausalState or None)``. Arguments are trusted (the public
-    functions check them). ``key_padding_mask`` (B, N), True at padding, becomes the op's ``keep`` (1 for real
-    keys, in the sums' type) here, once for both paths. ``triton=None`` chooses the path: the Triton kernels where
+    functions check them). ``key_padding_mask`` (B, N), True at padding, goes to the path as it is: the chunked
+    path turns it into a factor of its sums' type, the kernels read it. ``triton=None`` chooses the path: the Triton kernels where
     :func:`lra_kit.attention.causal.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
-    keep = None if key_padding_mask is None else (~key_padding_mask).to(compute_dtype(q.dtype))
     triton = gpu.available(q) if triton is None else triton
     spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
                 bool(output_final_state), bool(keep_d or beta > 0.0), triton,
@@ -118,7 +117,7 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=No
     # Inside torch.compile the op stays outside the graph on both paths: the chunked path's workspace (buffers
     # reused across segments, written with out=) does not trace under inductor, and eager is what it measures.
     apply = _apply_outside_graph() if triton or torch.compiler.is_compiling() else CausalProduct.apply
-    out, s, d, z = apply(spec, q, k, v, keep, s0, d0, z0)
+    out, s, d, z = apply(spec, q, k, v, key_padding_mask, s0, d0, z0)
     return out, (CausalState(s, d, z) if output_final_state else None)
 
 

@@ -1,31 +1,24 @@
-"""The Triton path of the causal op: host side of the Triton kernels, forward and backward.
+"""The Triton path of the causal op: host side of the kernels of :mod:`lra_kit.attention.causal.triton.kernels`.
 
-:mod:`lra_kit.attention.causal.op` calls :func:`forward` and :func:`backward` from its one autograd
-Function when it chooses this path (CUDA tensors). The operation is the weighted causal product
+:mod:`lra_kit.attention.causal.op` calls :func:`forward` and :func:`backward` from its one autograd Function when
+it chooses this path (CUDA tensors). The kernels take the raw q, k, v and the padding mask and apply φ (elu + 1),
+the mask, the normaliser and momentum as they read them; this side allocates the outputs, the gradients and the
+per-chunk states, and launches. A forward is two launches, a backward five; no PyTorch kernel runs between them
+for linear and momentum attention with elu + 1 (``tests/test_triton_budget.py`` counts them).
 
-    out_i = Σ_{j≤i} u(i−j) (q_i·k_j) v_j,        u(x) = (1 − β^{x+1}) / (1 − β),
+State. After position t the state is s_t = Σ_{j≤t} u(t−j) φ(k_j)v_jᵀ, d_t = Σ_{j≤t} β^{t−j} φ(k_j)v_jᵀ and
+z_t = Σ_{j≤t} φ(k_j) (:mod:`lra_kit.attention.causal.state`); ``initial_state`` starts from one, and
+``output_final_state`` returns the one after the last position, in float32.
 
-(Katharopoulos et al. eq. 9 at β = 0; the numerator of Nguyen et al. eq. 13 at β > 0), with the
-recurrent state made explicit. After position t the state is the pair
+Backward. With g = ∂L/∂out, r_i = γ/den_i and h_i = −(g_i·out_i)/den_i (∂L/∂den_i), ∇q is a weighted causal
+product forward in time and ∇k, ∇v backward in time, through the adjoint states ŝ_t = Σ_{i>t} φ(q_i)(r_i g_i)ᵀ,
+d̂_t and ẑ_t = Σ_{i>t} h_i φ(q_i) (plus the gradients of the final state, which start the recursion); the
+adjoint at the start is the gradient of the starting state. Saved for backward: the raw q, k, v, the mask, the
+output, den (one float32 a position) and the starting state; φ and the boundary states are recomputed.
 
-    s_t = Σ_{j≤t} u(t−j) k_j v_jᵀ,        d_t = Σ_{j≤t} β^{t−j} k_j v_jᵀ,
-
-the heavy-ball states of eq. 12 with γ = 1 (d_t = −m_t, s_t = s_{t−1} + d_t), and it reaches a
-later query through Σ_{j≤t} u(i−j) k_j v_jᵀ = s_t + β·u(i−t−1)·d_t. ``initial_state=(s, d)``
-starts the sequence from such a pair (a prompt already processed) and ``output_final_state``
-returns the pair after the last position, in float32.
-
-Backward. With g = ∂L/∂out, the adjoint of the state pair at a chunk boundary t is
-ŝ_t = Σ_{i>t} q_i g_iᵀ and d̂_t = Σ_{i>t} β·u(i−t−1) q_i g_iᵀ (plus the gradients of the final
-state, which start the recursion); then ∇k_j and ∇v_j are the weighted products of eqs. 14–15
-backward in time and ∇q_i that of eq. 13 forward in time (module docstring of
-:mod:`lra_kit.attention.causal.chunked`), and the adjoint at the start is the gradient of the starting state.
-The op saves the raw q, k, v, the mask, the output and the starting state; φ and the boundary states are
-recomputed. The kernels compute the numerator only: the normaliser's den and its adjoint come from prefix
-sums (:mod:`lra_kit.attention.normaliser`), inside the same Function as on the chunked path.
-
-Non-causal linear attention is two matrix products, φ(K)ᵀV then φ(Q)·(φ(K)ᵀV), which cuBLAS
-already runs at the hardware's rate; it has no Triton kernel here.
+Another feature map than elu + 1 (Performer's) is applied once in PyTorch, and the chain rule through it runs
+in PyTorch after the kernels. Non-causal linear attention is two matrix products, which cuBLAS already runs at
+the hardware's rate; it has no Triton kernel.
 """
 from __future__ import annotations
 
@@ -37,9 +30,8 @@ import torch
 from lra_kit.attention.causal.state import CausalState
 from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.lag_weights import momentum_lag_weights
-from lra_kit.attention.mapped import masked, phi_backward, phi_forward
-from lra_kit.attention.normaliser import normaliser_gradients, prefix_denominator
-from lra_kit.attention.precision import compute_dtype
+from lra_kit.attention.feature_maps import Elementwise, elu_plus_one
+from lra_kit.attention.mapped import phi_backward, phi_forward
 from lra_kit.attention.causal.triton.switch import kernels_for
 
 
@@ -127,100 +119,171 @@ def _tl_dtype(name: str):
     return {"bf16": tl.bfloat16, "fp16": tl.float16, "fp32": tl.float32}[name]
 
 
+
+
+def in_kernel_phi(phi) -> bool:
+    """Whether the kernels apply ``phi`` themselves: elu + 1 (Katharopoulos eq. 7), the default feature map."""
+    return isinstance(phi, Elementwise) and phi.fn is elu_plus_one
+
+
+def _rows_of(t: torch.Tensor):
+    """``t`` (B, H, N, ·) with its last dimension contiguous (copied only when it is not), and its three other
+    strides: the kernels read the (B, N, H, D) → (B, H, N, D) view of a projection in place."""
+    if t.stride(-1) != 1:
+        t = t.contiguous()
+    return (t, t.stride(0), t.stride(1), t.stride(2))
+
+
+def _mask_of(mask: torch.Tensor | None, fallback: torch.Tensor):
+    """key_padding_mask (B, N) as bytes and its batch stride; ``fallback`` (never read) where there is none."""
+    if mask is None:
+        return (fallback, 0)
+    if mask.stride(-1) != 1:
+        mask = mask.contiguous()
+    return (mask.view(torch.uint8), mask.stride(0))
+
+
 class _Launch:
     """Shapes, tables and launch parameters shared by the forward and backward passes."""
 
-    def __init__(self, q: torch.Tensor, v: torch.Tensor, beta: float, chunk_size: int):
-        self.BH = q.shape[0] * q.shape[1]
-        self.N, self.D, self.M = q.shape[2], q.shape[3], v.shape[3]
+    def __init__(self, q: torch.Tensor, v: torch.Tensor, spec, phi_in_kernel: bool, mask):
+        self.B, self.H, self.N, self.D = q.shape
+        self.M = v.shape[3]
+        self.BH = self.B * self.H
         self.dtype = q.dtype
         self.tiling = TILING[q.dtype]
-        self.C, self.beta = kernel_chunk(q.dtype, chunk_size), beta
-        self.use_d = beta > 0.0  # at β = 0 the decayed state d never reaches an output: not stored
+        self.C, self.beta = kernel_chunk(q.dtype, spec.chunk_size), spec.beta
+        self.gamma = spec.gamma
+        self.eps = 0.0 if spec.eps is None else spec.eps
+        self.norm = spec.eps is not None
+        self.use_d = spec.beta > 0.0  # at β = 0 the decayed state d never reaches an output: not stored
         self.NC = -(-self.N // self.C)
-        self.u, self.p = lag_tables(beta, self.C, q.device)
+        self.u, self.p = lag_tables(spec.beta, self.C, q.device)
         self.kernels = kernels_for(q)
+        self.flags = dict(PHI=phi_in_kernel, MASK=mask is not None, NORM=self.norm, USE_D=self.use_d)
         types = dot_types(q.dtype)
-        self.in_dot, self.acc_dot, self.precision = _tl_dtype(types.in_dot), _tl_dtype(types.acc_dot), types.precision
         # Triton's interpreter cannot multiply bf16 (kernels._dot): there the operands are rounded, not typed.
-        self.round_only = not q.is_cuda and types.in_dot == "bf16"
+        round_only = not q.is_cuda and types.in_dot == "bf16"
+        self.dots = dict(IN_DOT=_tl_dtype(types.in_dot), PRECISION=types.precision, ROUND_ONLY=round_only)
+        self.acc_dot = _tl_dtype(types.acc_dot)
+        self.mask = _mask_of(mask, self.u)
+        self.BD, self.BM = launch_blocks(self.D, self.M, q.dtype)
 
-    def flat(self, t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(self.BH, self.N, t.shape[-1]).contiguous()
+    def state_buffers(self, dx: int, dy: int, device):
+        """Per-chunk states (s, d, z) of one pass; d and z only where used (else s stands in, never written)."""
+        s = torch.empty(self.BH, self.NC, dx, dy, device=device, dtype=torch.float32)
+        d = torch.empty_like(s) if self.use_d else s
+        z = torch.empty(self.BH, self.NC, dx, device=device, dtype=torch.float32) if self.norm else s
+        return s, d, z
 
-    def states(self, x, y, *, reverse: bool, init=None, store_last: bool):
-        """Boundary states (BH, NC, DX, DY) of Σ xᵀy (d only where β > 0), and the state after the last chunk."""
-        DX, DY = x.shape[-1], y.shape[-1]
-        s = x.new_empty(self.BH, self.NC, DX, DY, dtype=torch.float32)
-        d = torch.empty_like(s) if self.use_d else s  # β = 0: never written (USE_D=False); any pointer will do
-        if store_last:
-            s_last = torch.empty(self.BH, DX, DY, device=x.device, dtype=torch.float32)
-            d_last = torch.empty_like(s_last) if self.use_d else s_last
-        else:  # unused by the kernel; any float32 pointer will do
-            s_last = d_last = s
-        s_init, d_init = init if init is not None else (s, s)
+    def edge(self, dx, dy, device, given=None):
+        """A state (s, d, z) before the first chunk visited (``given``, flattened) or after the last (new)."""
+        if given is not None:
+            s, d, z = given
+            return (_flat(s, self.BH), _flat(d, self.BH) if self.use_d else _flat(s, self.BH),
+                    _flat(z, self.BH) if self.norm else _flat(s, self.BH))
+        s = torch.empty(self.BH, dx, dy, device=device, dtype=torch.float32)
+        return (s, torch.empty_like(s) if self.use_d else s,
+                torch.empty(self.BH, dx, device=device, dtype=torch.float32) if self.norm else s)
+
+    def states(self, x, y, *, reverse: bool, init=None, store_last: bool, den=None, h=None):
+        """Boundary states of Σ xᵀy (s, d) and Σ x (z), forward in time (x = k, y = v) or the adjoints
+        backward in time (x = q, y = ∂out, with den and h); and the state after the last chunk visited."""
+        x, y = _rows_of(x), _rows_of(y)
+        DX, DY = x[0].shape[-1], y[0].shape[-1]
+        s, d, z = self.state_buffers(DX, DY, x[0].device)
+        last = self.edge(DX, DY, x[0].device) if store_last else (s, d, z)
+        first = init if init is not None else (s, d, z)
+        rows = den if den is not None else self.u
         # Small state tiles: this pass is sequential over chunks, so its parallelism is BH·(DX/BX)·(DY/BY).
         BX, BY = _block(DX, self.tiling.state_block), _block(DY, self.tiling.state_block)
         grid = (self.BH, -(-DX // BX), -(-DY // BY))
-        self.kernels.chunk_states_kernel[grid](
-            x, y, s, d, s_init, d_init, s_last, d_last, self.u, self.p, self.beta,
-            self.N, DX, DY, self.NC,
+        flags = dict(self.flags, MASK=self.flags["MASK"] and not reverse)
+        self.kernels.states_kernel[grid](
+            *x, *y, *self.mask, rows, h if h is not None else rows, s, d, z, *first, *last,
+            self.u, self.p, self.beta, self.gamma, self.H, self.N, DX, DY, self.NC,
             C=self.C, BX=BX, BY=BY, REVERSE=reverse, HAS_INIT=init is not None, STORE_LAST=store_last,
-            USE_D=self.use_d, IN_DOT=self.in_dot, PRECISION=self.precision, ROUND_ONLY=self.round_only,
-            num_warps=self.tiling.state_warps,
+            **flags, **self.dots, num_warps=self.tiling.state_warps,
         )
-        return s, d, (s_last, d_last) if store_last else None
+        return (s, d, z), (last if store_last else None)
 
-    def output(self, x, y, z, s, d, *, reverse: bool, transpose_state: bool, out_dtype):
-        """The weighted product of chunk_output_kernel; the state is read as (x-dim, z-dim) or transposed."""
-        DX, DZ = x.shape[-1], z.shape[-1]
-        out = torch.empty(self.BH, self.N, DZ, device=x.device, dtype=out_dtype)
-        bh_stride, chunk_stride, rows, cols = s.stride()
-        stride_x, stride_z = (cols, rows) if transpose_state else (rows, cols)
-        BX, BZ = launch_blocks(DX, DZ, self.dtype)
-        grid = (self.BH, self.NC, -(-DZ // BZ))
-        self.kernels.chunk_output_kernel[grid](
-            x, y, z, s, d, out, self.u, self.p, self.beta,
-            self.N, DX, DZ, self.NC, bh_stride, chunk_stride, stride_x, stride_z,
-            C=self.C, BX=BX, BZ=BZ, REVERSE=reverse, USE_D=self.use_d,
-            IN_DOT=self.in_dot, ACC_DOT=self.acc_dot, PRECISION=self.precision, ROUND_ONLY=self.round_only,
-            num_warps=output_warps(BX, BZ, self.dtype),
-        )
-        return out
+    def _launch(self, kernel, width, block, *args, **flags):
+        grid = (self.BH, self.NC, -(-width // block))
+        kernel[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
+                     self.NC, C=self.C, BD=self.BD, BM=self.BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
+                     num_warps=output_warps(self.BD, self.BM, self.dtype))
+
+    def forward(self, q, k, v, states, out, den):
+        s, d, z = states
+        self._launch(self.kernels.forward_kernel, self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+                     *self.mask, s, d, z, *_rows_of(out), den if den is not None else self.u,
+                     scalars=(self.gamma, self.eps), STORE_DEN=den is not None, **self.flags)
+
+    def dq(self, q, k, v, g, out, states, den, h, dq):
+        s, d, z = states
+        self._launch(self.kernels.dq_kernel, self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+                     *_rows_of(g), *_rows_of(out if out is not None else g), *self.mask, s, d, z,
+                     _or(den, self.u), _or(h, self.u), dq, scalars=(self.gamma,), STORE_H=h is not None,
+                     **self.flags)
+
+    def dk(self, q, k, v, g, adjoint, den, h, dk):
+        s, d, z = adjoint
+        self._launch(self.kernels.dk_kernel, self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+                     *_rows_of(g), *self.mask, s, d, z, _or(den, self.u), _or(h, self.u), dk,
+                     scalars=(self.gamma,), **self.flags)
+
+    def dv(self, q, k, g, adjoint, den, dv):
+        s, d, _ = adjoint
+        self._launch(self.kernels.dv_kernel, self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(g),
+                     *self.mask, s, d, _or(den, self.u), dv, scalars=(self.gamma,), **self.flags)
 
 
-def forward(spec, q, k, v, keep, state):
-    """The causal op's forward on the Triton path (:mod:`lra_kit.attention.causal.op` calls it inside its one
-    autograd Function): φ and the padding mask in PyTorch, the weighted product in Triton over the whole sequence,
-    the normaliser (when ``spec.eps`` is set) as prefix sums. Returns the output, the final
+def _or(t, fallback):
+    return fallback if t is None else t
+
+
+def _flat(t: torch.Tensor, bh: int) -> torch.Tensor:
+    """A (B, H, ·, ·) or (B, H, ·) state as (B·H, ·, ·) float32, copied only where it is not already one."""
+    t = t.reshape(bh, *t.shape[2:])
+    return t if t.dtype == torch.float32 and t.is_contiguous() else t.to(torch.float32).contiguous()
+
+
+def _mapped(spec, q, k, needs=(False, False)):
+    """(what the kernels read as q and k, whether they apply φ, what the chain rule through φ needs): elu + 1 is
+    applied in the kernels; another map once here (with its graph, where ``needs`` asks); None: q, k as given."""
+    if spec.phi is None or in_kernel_phi(spec.phi):
+        return q, k, spec.phi is not None, None
+    phi_q, phi_k, qs, ks = phi_forward(spec.phi, q, k, needs)
+    return phi_q.detach(), phi_k.detach(), False, (phi_q, phi_k, qs, ks)
+
+
+def _newest_product(spec, k, v, mask, phi_in_kernel):
+    """d after the last position at β = 0: the newest φ(k)vᵀ alone (the kernels never store it), float32; ``k`` is
+    what the kernels read (φ applied already unless ``phi_in_kernel``)."""
+    fk = k[:, :, -1].float()
+    if phi_in_kernel:
+        fk = spec.phi.keys(fk)
+    if mask is not None:
+        fk = fk * (~mask[:, -1]).float()[:, None, None]
+    return fk[..., :, None] * v[:, :, -1, None, :].float()
+
+
+def forward(spec, q, k, v, mask, state, needs_grad=True):
+    """The causal op's forward on the Triton path: one pass over the chunks for the boundary states, one for the
+    outputs (and den, kept for backward where ``needs_grad``). Returns the output, the final
     :class:`~lra_kit.attention.causal.state.CausalState` (when ``spec.final``) and what backward needs."""
-    dtype = compute_dtype(q.dtype)
-    fq, fk = (q, k) if spec.phi is None else (spec.phi.queries(q), spec.phi.keys(k))
-    fq32, fk32, vv32 = masked(fq, fk, v, _keep(keep), dtype)
-    # The kernels multiply in the inputs' own type (16-bit tensor cores) and accumulate in float32; the
-    # normaliser is summed from the float32 features.
-    fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
-    run = _Launch(fq, vv, spec.beta, spec.chunk_size)
-    qf, kf, vf = run.flat(fq), run.flat(fk), run.flat(vv)
+    fq, fk, phi_in_kernel, _ = _mapped(spec, q, k)
+    run = _Launch(fq, v, spec, phi_in_kernel, mask)
     init = None
     if state is not None:
-        s_init = _flat_state(state.s, run)
-        d_init = s_init  # β = 0: never read (USE_D=False); any pointer will do
-        if run.use_d:
-            d_init = torch.zeros_like(s_init) if state.d is None else _flat_state(state.d, run)
-        init = (s_init, d_init)
-    s, d, last = run.states(kf, vf, reverse=False, init=init, store_last=spec.final)
-    # With a normaliser the numerator stays in float32: unnormalised, it outgrows float16's 65504 within a few
-    # thousand positions (Σ_j (φ(q_i)·φ(k_j)) v_j grows with i), while the normalised output does not.
-    out_dtype = dtype if spec.eps is not None else spec.out_dtype
-    out = run.output(qf, kf, vf, s, d, reverse=False, transpose_state=False, out_dtype=out_dtype)
-    out = out.view(*v.shape[:3], v.shape[3])
-    del s, d
-    z0 = None if state is None else state.z
-    z_end = None
-    if spec.eps is not None:
-        den, z_end, _ = prefix_denominator(fq32, fk32, z0, spec.eps, spec.chunk_size)
-        out = out.mul_(den.reciprocal_().mul_(spec.gamma)).to(v.dtype)
+        d0 = state.d if state.d is not None or not run.use_d else torch.zeros_like(state.s)
+        z0 = state.z if state.z is not None or not run.norm else state.s.new_zeros(state.s.shape[:3])
+        init = run.edge(run.D, run.M, q.device, (state.s, d0, z0))
+    states, last = run.states(fk, v, reverse=False, init=init, store_last=spec.final)
+    out = torch.empty(*v.shape, device=v.device, dtype=spec.out_dtype)
+    den = torch.empty(run.BH, run.N, device=q.device, dtype=torch.float32) if run.norm and needs_grad else None
+    run.forward(fq, fk, v, states, out, den)
+    del states
     final = None
     if spec.final:
         B, H = q.shape[:2]
@@ -228,85 +291,80 @@ def forward(spec, q, k, v, keep, state):
         if run.use_d:
             d_T = last[1].view(B, H, run.D, run.M)
         elif spec.keep_d:
-            # β = 0: d_N = Σ_j 0^{N−1−j} k_j v_jᵀ is the newest k vᵀ alone (the kernels never store it)
-            d_T = fk[:, :, -1, :, None].float() * vv[:, :, -1, None, :].float()  # as the kernels saw them
+            d_T = _newest_product(spec, fk, v, mask, phi_in_kernel)
         else:
             d_T = None
-        final = CausalState(s_T, d_T, z_end)
-    return out, final, (init, z0)
+        z_T = last[2].view(B, H, run.D) if run.norm else None
+        final = CausalState(s_T, d_T, z_T)
+    return out, final, (init, den)
 
 
-def backward(spec, q, k, v, keep, out, memo, grad, grad_final, needs):
-    """The gradients of :func:`forward`: the adjoint recursion of the module docstring in Triton, the normaliser's
-    share (∂/∂den = −(g·out)/den) as prefix sums, then the chain rule through φ. ``needs``: q, k, v, s0, d0, z0.
-    Returns dq, dk, dv and the gradient of the starting state as a
-    :class:`~lra_kit.attention.causal.state.CausalState`."""
-    init, z0 = memo
-    dtype = compute_dtype(q.dtype)
-    phi_q, phi_k, qs, ks = phi_forward(spec.phi, q, k, needs[:2])
-    fq32, fk32, vv32 = masked(phi_q.detach(), phi_k.detach(), v, _keep(keep), dtype)
-    fq, fk, vv = fq32.to(q.dtype), fk32.to(q.dtype), vv32.to(v.dtype)
-    run = _Launch(fq, vv, spec.beta, spec.chunk_size)
-    grad = torch.zeros(*v.shape, device=v.device, dtype=dtype) if grad is None else grad.to(dtype)
+def backward(spec, q, k, v, mask, out, memo, grad, grad_final, needs):
+    """The gradients of :func:`forward`: the forward boundary states recomputed, ∇q (and h) forward in time, the
+    adjoint states backward in time, then ∇k and ∇v. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the
+    gradient of the starting state as a :class:`~lra_kit.attention.causal.state.CausalState`."""
+    init, den = memo
+    fq, fk, phi_in_kernel, chain = _mapped(spec, q, k, needs[:2])
+    run = _Launch(fq, v, spec, phi_in_kernel, mask)
+    if grad is None:
+        grad = torch.zeros_like(v)
     gs, gd, gz = grad_final if grad_final is not None else (None, None, None)
-    h = z = None
-    if spec.eps is not None:
-        den, _, z = prefix_denominator(fq32, fk32, z0, spec.eps, spec.chunk_size)
-        h = (grad * out.to(dtype)).sum(-1, keepdim=True).div_(den).neg_()  # ∂/∂den
-        grad = grad * den.reciprocal_().mul_(spec.gamma)  # ∂/∂numerator
-    # The kernels read ∂out in the inputs' type (its products run in that type anyway).
-    qf, kf, vf, gf = run.flat(fq), run.flat(fk), run.flat(vv), run.flat(grad.to(v.dtype))
-    dfq = dfk = dv = ds0 = dd0 = None
-    if needs[0]:
-        s, d, _ = run.states(kf, vf, reverse=False, init=init, store_last=False)
-        dfq = run.output(gf, vf, kf, s, d, reverse=False, transpose_state=True, out_dtype=q.dtype)
-        dfq = dfq.view(*fq.shape).to(dtype)
-        del s, d
-    needs_init = init is not None and any(needs[3:5])
+    # Where φ is applied in PyTorch the kernels return ∇φ(q), ∇φ(k), in float32, for its chain rule.
+    grad_type = {0: q.dtype, 1: k.dtype} if chain is None else {0: torch.float32, 1: torch.float32}
+    h = torch.empty(run.BH, run.N, device=q.device, dtype=torch.float32) if run.norm else None
+    dfq = dfk = dv = ds0 = dd0 = dz0 = None
+    if needs[0] or run.norm:  # the ∇q pass also forms h, which ∇k and the starting z's gradient read
+        states, _ = run.states(fk, v, reverse=False, init=init, store_last=False)
+        dfq = torch.empty(*fq.shape, device=q.device, dtype=grad_type[0])
+        run.dq(fq, fk, v, grad, out, states, den, h, dfq)
+        del states
+        if not needs[0]:
+            dfq = None
+    needs_init = init is not None and any(needs[3:6])
     if needs[1] or needs[2] or needs_init:
         adjoint_init = None
-        final = [gs, gd if run.use_d else None]
-        if spec.final and any(g is not None for g in final):
-            ds_T, dd_T = (torch.zeros(run.BH, run.D, run.M, device=q.device) if g is None
-                          else g.reshape(run.BH, run.D, run.M).float().contiguous() for g in final)
-            adjoint_init = (ds_T, dd_T if run.use_d else ds_T)
-        s, d, first = run.states(qf, gf, reverse=True, init=adjoint_init, store_last=needs_init)
+        if spec.final and any(g is not None for g in (gs, gd if run.use_d else None, gz)):
+            zero = torch.zeros(q.shape[0], q.shape[1], run.D, run.M, device=q.device)
+            adjoint_init = run.edge(run.D, run.M, q.device, (
+                zero if gs is None else gs, zero if gd is None or not run.use_d else gd,
+                zero[..., 0] if gz is None else gz))
+        adjoint, first = run.states(fq, grad, reverse=True, init=adjoint_init, store_last=needs_init,
+                                    den=den, h=h)
         if needs[1]:
-            dfk = run.output(vf, gf, qf, s, d, reverse=True, transpose_state=True, out_dtype=k.dtype)
-            dfk = dfk.view(*fk.shape).to(dtype)
+            dfk = torch.empty(*fk.shape, device=k.device, dtype=grad_type[1])
+            run.dk(fq, fk, v, grad, adjoint, den, h, dfk)
         if needs[2]:
-            dv = run.output(kf, qf, gf, s, d, reverse=True, transpose_state=False, out_dtype=v.dtype)
-            dv = dv.view(*v.shape).to(dtype)
+            dv = torch.empty(*v.shape, device=v.device, dtype=v.dtype)
+            run.dv(fq, fk, grad, adjoint, den, dv)
         if needs_init:
             B, H = q.shape[:2]
             ds0 = first[0].view(B, H, run.D, run.M)
             # β = 0: the initial d reaches no output and no final state (β^N = 0)
             dd0 = first[1].view(B, H, run.D, run.M) if run.use_d else torch.zeros_like(ds0)
-    if not run.use_d and gd is not None:  # β = 0: the final d = k_N v_Nᵀ was formed in forward
-        gd = gd.to(dtype)
+            dz0 = first[2].view(B, H, run.D) if run.norm else None
+    if not run.use_d and gd is not None:  # β = 0: the final d = φ(k_N) v_Nᵀ was formed in forward
+        dk_last, dv_last = _newest_product_gradients(spec, fk, v, mask, gd, phi_in_kernel)
         if dfk is not None:
-            dfk[:, :, -1] += (gd @ vv32[:, :, -1, :, None]).squeeze(-1)
+            dfk[:, :, -1] += dk_last.to(dfk.dtype)
         if dv is not None:
-            dv[:, :, -1] += (gd.transpose(-1, -2) @ fk32[:, :, -1, :, None]).squeeze(-1)
-    dz0 = None
-    if h is not None:
-        dfq, dfk, dz0 = normaliser_gradients(h, fq32, z, gz, dfq, dfk)
-    if keep is not None:
-        dfk = None if dfk is None else dfk * _keep(keep)
-        dv = None if dv is None else dv * _keep(keep)
-    dq, dk = phi_backward(spec.phi, phi_q, phi_k, qs, ks, dfq, dfk)
-    return _cast(dq, q), _cast(dk, k), _cast(dv, v), CausalState(ds0, dd0, dz0)
+            dv[:, :, -1] += dv_last.to(dv.dtype)
+    if chain is not None:
+        dfq, dfk = phi_backward(spec.phi, *chain, dfq, dfk)
+    return _cast(dfq, q), _cast(dfk, k), dv, CausalState(ds0, dd0, dz0)
+
+
+def _newest_product_gradients(spec, k, v, mask, gd, phi_in_kernel):
+    """∇k_N and ∇v_N of the final d = φ(k_N)v_Nᵀ (β = 0), through φ where the kernels apply it (``k``: what the
+    kernels read)."""
+    with torch.enable_grad():
+        k_last = k[:, :, -1].detach().float().requires_grad_()
+        fk = spec.phi.keys(k_last) if phi_in_kernel else k_last
+        if mask is not None:
+            fk = fk * (~mask[:, -1]).float()[:, None, None]
+        (dk,) = torch.autograd.grad(fk, k_last, (gd.float() @ v[:, :, -1, :, None].float()).squeeze(-1))
+    dv = (gd.float().transpose(-1, -2) @ fk.detach()[..., None]).squeeze(-1)
+    return dk, dv
 
 
 def _cast(t, like):
     return None if t is None else t.to(like.dtype)
-
-
-def _keep(keep):
-    return None if keep is None else keep[:, None, :, None]
-
-
-def _flat_state(t: torch.Tensor, run: _Launch) -> torch.Tensor:
-    return t.reshape(run.BH, run.D, run.M).to(torch.float32).contiguous()
-
-

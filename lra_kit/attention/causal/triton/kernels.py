@@ -1,30 +1,46 @@
-"""Triton kernels of the chunked weighted causal product (imported only when Triton is used).
+"""Triton kernels of the causal op: φ, the padding mask, the normaliser and momentum inside, no PyTorch around them.
 
-Two kernels serve the forward and the three gradients of
-:func:`lra_kit.attention.causal.triton.triton_causal_product`:
+The op (:mod:`lra_kit.attention.causal.op`) computes, for raw q, k and v (B, H, N, ·),
 
-``chunk_states_kernel``
-    walks the chunks of one (batch·head) in order — forward in time for the states Σ u k vᵀ,
-    backward in time for the adjoint states Σ q gᵀ — and stores s (and d, only where β > 0) at
-    every chunk boundary. One program per (batch·head, row block, column block) of the state.
-``chunk_output_kernel``
-    one program per (batch·head, chunk, output column block): the masked intra-chunk product
-    plus the boundary states, all chunks in parallel. The feature dimension is walked in blocks
-    of at most 64, so that a wide feature map (Performer: 267 features at dim 64) needs no wider
-    tile than a narrow one (a 512-wide tile would need ~288 KB of shared memory; sm_90 has ~227 KB).
+    out_i = γ · num_i / den_i,    num_i = Σ_{j≤i} u(i−j) (φ(q_i)·φ(k_j)) v_j + φ(q_i)ᵀ(s_0 + β·u(i)·d_0),
+    den_i = φ(q_i)·z_i + ε,       z_i = z_0 + Σ_{j≤i} φ(k_j),       u(x) = (1 − β^{x+1}) / (1 − β)
 
-The lag weights come from two small tables computed in float64 on the host (``u_ptr[x+1] = u(x)``
-for x = −1 … C, ``p_ptr[x] = βˣ`` for x = 0 … C), so that u(x) = (1 − β^{x+1})/(1 − β) near β = 1
-is exactly the value of :func:`~lra_kit.attention.lag_weights.momentum_lag_weights`, not
-1 − βˣ⁺¹ rounded in float32.
+(Katharopoulos et al. eq. 9 at β = 0, γ = 1; Nguyen et al. eq. 13 at β > 0), φ(k_j) = 0 at padded keys.
+Five kernels, chunks of C positions, one program per (batch·head, chunk or state tile, column block):
 
-Precision. Every product accumulates in float32. Operands: ``IN_DOT`` is the operand type of the
-products of two input tiles (x·yᵀ, xᵀy): the inputs' own type (bf16/fp16 run on tensor cores; an
-input already fits its type, and the float32 accumulator cannot overflow). ``ACC_DOT`` is the type
-of the products whose operand is itself a float32 sum (a boundary state, the weighted scores):
-float32 read as TF32 for 16-bit inputs (a state of a few thousand positions exceeds float16's
-65504; bf16's 8-bit mantissa doubled the gradients' error). Float32 inputs use ``PRECISION = "tf32x3"`` (three TF32
-products: about float32's accuracy on tensor cores, without the per-thread stack of "ieee").
+``states_kernel``
+    walks the chunks of one (batch·head) in order and stores the state at every chunk boundary: forward in
+    time s, d (Σ u φ(k) vᵀ, Σ β^· φ(k) vᵀ) and z (Σ φ(k)); backward in time the adjoints ŝ, d̂ of
+    Σ φ(q) g̃ᵀ and ẑ = Σ h φ(q), with g̃_i = γ g_i / den_i and h_i = −(g_i·out_i)/den_i (∂L/∂den_i).
+``forward_kernel``
+    the output of one chunk: the masked score tile φ(Q)φ(K)ᵀ weighted by u, plus the boundary states; the
+    denominator is the row sum of the same (unweighted) masked tile plus φ(q_i)·z at the chunk start. Stores
+    out in the output's type and den (B·H, N) in float32 for backward: one number a row, as FlashAttention
+    keeps its log-sum-exp.
+``dq_kernel``
+    ∇q_a = φ'(q_a) ⊙ [Σ_{b≤a} (u(a−b) (g̃_a·v_b) + h_a) φ(k_b) + g̃_aᵀ(S + β·u(a)·D)ᵀ + h_a z]   (z at the chunk
+    start); it forms h_a from g and the saved output as it reads them, and stores it (one number a row).
+``dk_kernel``
+    ∇k_b = keep_b φ'(k_b) ⊙ [Σ_{i≥b} (u(i−b) (v_b·g̃_i) + h_i) φ(q_i) + (adjoint state reads) + ẑ].
+``dv_kernel``
+    ∇v_b = Σ_{i≥b} u(i−b) (φ(k_b)·φ(q_i)) g̃_i + (adjoint state reads).
+
+The state algebra (s, d and the weights u(L−1−b), β^{L−1−b}, β·u(a) of a state read) is that of the module
+docstring of :mod:`lra_kit.attention.causal.chunked`; the adjoint recursion is its transpose. With ``PHI`` off
+the kernels take q, k already mapped (another feature map, applied once in PyTorch, or the bare product); with
+``NORM`` off they compute the bare numerator.
+
+Inputs are read through their strides (the last dimension contiguous), so the (B, N, H, D) → (B, H, N, D) view
+of a projection is read in place. The lag weights come from two small tables computed in float64 on the host
+(``u_ptr[x+1] = u(x)`` for x = −1 … C, ``p_ptr[x] = βˣ``), so that u near β = 1 is exactly the value of
+:func:`~lra_kit.attention.lag_weights.momentum_lag_weights`.
+
+Precision. Every product accumulates in float32. ``IN_DOT`` is the operand type of the products of two input
+tiles (the inputs' own type: bf16/fp16 on tensor cores). ``ACC_DOT`` is the type of the products whose
+operand is itself a float32 sum (a boundary state, the weighted scores): float32 read as TF32 for 16-bit
+inputs (a state of a few thousand positions exceeds float16's 65504). Float32 inputs use ``PRECISION =
+"tf32x3"`` (three TF32 products: about float32's accuracy on tensor cores). φ, the normaliser and the states
+are float32 throughout.
 """
 from __future__ import annotations
 
@@ -34,19 +50,12 @@ import triton.language as tl
 
 @triton.jit
 def loop_bound_probe_kernel(out_ptr, n):
-    """Stores ``n`` by counting to it: a loop to a run-time bound, as ``chunk_states_kernel`` has. Run once under
+    """Stores ``n`` by counting to it: a loop to a run-time bound, as ``states_kernel`` has. Run once under
     the interpreter (:func:`lra_kit.attention.causal.triton.switch.interpreter_problem`), before any real kernel."""
     total = 0
     for _ in range(n):
         total += 1
     tl.store(out_ptr, total)
-
-
-@triton.jit
-def _load_rows(ptr, bh, N, rows, inside, cols, width):
-    """Rows ``rows`` (C,) of one (batch·head)'s (N, width) matrix, columns ``cols``, zero outside; as float32."""
-    return tl.load(ptr + (bh * N + rows[:, None]) * width + cols[None, :],
-                   mask=inside[:, None] & (cols[None, :] < width), other=0.0).to(tl.float32)
 
 
 @triton.jit
@@ -60,36 +69,98 @@ def _dot(a, b, T: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexp
 
 
 @triton.jit
-def chunk_states_kernel(
-    x_ptr, y_ptr,  # (BH, N, DX), (BH, N, DY), contiguous
-    s_ptr, d_ptr,  # (BH, NC, DX, DY) float32: the state at each chunk's boundary
-    s_init_ptr, d_init_ptr,  # (BH, DX, DY) float32: the state before the first chunk visited
-    s_last_ptr, d_last_ptr,  # (BH, DX, DY) float32: the state after the last chunk visited
-    u_ptr, p_ptr, beta,
-    N, DX, DY, NC,
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _sum(x, axis: tl.constexpr):
+    """Σ along ``axis``. ``tl.sum`` is itself a ``@triton.jit`` function of Triton's library, which the interpreted copy
+    of these kernels cannot call (Triton is imported with the interpreter off: switch._kernels); ``tl.reduce`` is
+    a builtin."""
+    return tl.reduce(x, axis, _add)
+
+
+@triton.jit
+def _tile(ptr, base, stride_n, rows, inside, cols, width):
+    """Rows ``rows`` (C,) of one (batch·head)'s (N, width) matrix at ``ptr + base``, columns ``cols``; float32,
+    zero outside the sequence and the width."""
+    return tl.load(ptr + base + rows[:, None] * stride_n + cols[None, :],
+                   mask=inside[:, None] & (cols[None, :] < width), other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _mapped(x, inside, cols, width, PHI: tl.constexpr):
+    """φ(x) = elu(x) + 1 = x + 1 (x ≥ 0) or eˣ (Katharopoulos eq. 7) where ``PHI``, else x; zero outside the tile's
+    rows and width (φ(0) = 1 would otherwise count a missing position). The exponential is of min(x, 0)."""
+    if PHI:
+        x = tl.where(x >= 0, x + 1.0, tl.exp(tl.minimum(x, 0.0)))
+        x = tl.where(inside[:, None] & (cols[None, :] < width), x, 0.0)
+    return x
+
+
+@triton.jit
+def _phi_grad(x, PHI: tl.constexpr):
+    """φ'(x): 1 for x ≥ 0, eˣ below (``PHI``); 1 without φ."""
+    if PHI:
+        return tl.where(x >= 0, 1.0, tl.exp(tl.minimum(x, 0.0)))
+    return tl.full(x.shape, 1.0, tl.float32)
+
+
+@triton.jit
+def _keep(mask_ptr, b, stride_mb, rows, inside, MASK: tl.constexpr):
+    """1.0 for a real key, 0.0 for padding (``key_padding_mask`` True) or outside the sequence."""
+    if MASK:
+        pad = tl.load(mask_ptr + b * stride_mb + rows, mask=inside, other=1)
+        return tl.where(pad == 0, 1.0, 0.0)
+    return tl.where(inside, 1.0, 0.0)
+
+
+@triton.jit
+def _rows(ptr, bh, N, rows, inside):
+    """One float32 number a row, (B·H, N): den or h."""
+    return tl.load(ptr + bh * N + rows, mask=inside, other=1.0)
+
+
+@triton.jit
+def states_kernel(
+    x_ptr, sxb, sxh, sxn,  # forward: k; adjoint: q (raw)
+    y_ptr, syb, syh, syn,  # forward: v; adjoint: ∂out
+    mask_ptr, smb,  # key_padding_mask as uint8 (B, N), forward only
+    den_ptr, h_ptr,  # (BH, N) float32, adjoint only: g̃ = γ·g/den, ẑ weights h
+    s_ptr, d_ptr, z_ptr,  # (BH, NC, DX, DY), (BH, NC, DX, DY), (BH, NC, DX) float32: the state at each chunk start
+    s_init_ptr, d_init_ptr, z_init_ptr,  # (BH, DX, DY), (BH, DX, DY), (BH, DX): before the first chunk visited
+    s_last_ptr, d_last_ptr, z_last_ptr,  # the same shapes: after the last chunk visited
+    u_ptr, p_ptr, beta, gamma,
+    H, N, DX, DY, NC,
     C: tl.constexpr, BX: tl.constexpr, BY: tl.constexpr,
-    REVERSE: tl.constexpr, HAS_INIT: tl.constexpr, STORE_LAST: tl.constexpr, USE_D: tl.constexpr,
+    REVERSE: tl.constexpr, PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr,
+    HAS_INIT: tl.constexpr, STORE_LAST: tl.constexpr, USE_D: tl.constexpr,
     IN_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
 ):
-    """Forward (REVERSE=False), x = k, y = v, over a chunk of L positions b = 0 … L−1:
-        s ← s + β·u(L−1)·d + Σ_b u(L−1−b) x_bᵀ y_b,      d ← β^L·d + Σ_b β^{L−1−b} x_bᵀ y_b.
-    Adjoint (REVERSE=True), x = q, y = g, from the last chunk to the first:
-        ŝ ← ŝ + Σ_a x_aᵀ y_a,                              d̂ ← β^L·d̂ + β·u(L−1)·ŝ + Σ_a β·u(a) x_aᵀ y_a.
-    The second is the transpose of the first, as an adjoint must be; every coefficient is ≥ 0.
-    USE_D = False (β = 0): d is neither carried nor stored, s ← s + Σ x_bᵀ y_b.
-    """
+    """Forward (REVERSE=False), x = φ(k)·keep, y = v, over a chunk of L positions b = 0 … L−1:
+        s ← s + β·u(L−1)·d + Σ_b u(L−1−b) x_bᵀ y_b,    d ← β^L·d + Σ_b β^{L−1−b} x_bᵀ y_b,    z ← z + Σ_b x_b.
+    Adjoint (REVERSE=True), x = φ(q), y = g̃ (γ·g/den where NORM), from the last chunk to the first:
+        ŝ ← ŝ + Σ_a x_aᵀ y_a,    d̂ ← β^L·d̂ + β·u(L−1)·ŝ + Σ_a β·u(a) x_aᵀ y_a,    ẑ ← ẑ + Σ_a h_a x_a.
+    The second is the transpose of the first, as an adjoint must be. USE_D = False (β = 0): no d. z is carried
+    where NORM."""
     bh, ix, iy = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
     rx = ix * BX + tl.arange(0, BX)
     ry = iy * BY + tl.arange(0, BY)
     pos = tl.arange(0, C)
     state_mask = (rx[:, None] < DX) & (ry[None, :] < DY)
     state_off = rx[:, None] * DY + ry[None, :]
+    z_mask = rx + iy * DX < DX  # every program carries z (a sum over its tile); the first column block stores it
     s = tl.full((BX, BY), 0.0, tl.float32)
     d = tl.full((BX, BY), 0.0, tl.float32)
+    z = tl.full((BX,), 0.0, tl.float32)
     if HAS_INIT:
         s += tl.load(s_init_ptr + bh * DX * DY + state_off, mask=state_mask, other=0.0)
         if USE_D:
             d += tl.load(d_init_ptr + bh * DX * DY + state_off, mask=state_mask, other=0.0)
+        if NORM:
+            z += tl.load(z_init_ptr + bh * DX + rx, mask=rx < DX, other=0.0)
     for c in range(NC):
         if REVERSE:
             chunk = NC - 1 - c
@@ -99,10 +170,21 @@ def chunk_states_kernel(
         L = tl.minimum(C, N - start)
         inside = pos < L
         rows = start + pos
-        x = _load_rows(x_ptr, bh, N, rows, inside, rx, DX)
-        y = _load_rows(y_ptr, bh, N, rows, inside, ry, DY)
+        x = _mapped(_tile(x_ptr, b * sxb + hh * sxh, sxn, rows, inside, rx, DX), inside, rx, DX, PHI)
+        y = _tile(y_ptr, b * syb + hh * syh, syn, rows, inside, ry, DY)
+        if REVERSE:
+            if NORM:
+                y = y * (gamma / _rows(den_ptr, bh, N, rows, inside))[:, None]
+        else:
+            x = x * _keep(mask_ptr, b, smb, rows, inside, MASK)[:, None]
         boundary = ((bh * NC + chunk) * DX) * DY
         tl.store(s_ptr + boundary + state_off, s, mask=state_mask)
+        if NORM:
+            tl.store(z_ptr + (bh * NC + chunk) * DX + rx, z, mask=z_mask)
+            if REVERSE:
+                z += _sum(x * _rows(h_ptr, bh, N, rows, inside)[:, None], 0)
+            else:
+                z += _sum(x, 0)
         if USE_D:
             tl.store(d_ptr + boundary + state_off, d, mask=state_mask)
             decay = tl.load(p_ptr + L)  # β^L
@@ -128,61 +210,247 @@ def chunk_states_kernel(
         tl.store(s_last_ptr + bh * DX * DY + state_off, s, mask=state_mask)
         if USE_D:
             tl.store(d_last_ptr + bh * DX * DY + state_off, d, mask=state_mask)
+        if NORM:
+            tl.store(z_last_ptr + bh * DX + rx, z, mask=z_mask)
 
 
 @triton.jit
-def chunk_output_kernel(
-    x_ptr, y_ptr, z_ptr,  # (BH, N, DX), (BH, N, DX), (BH, N, DZ), contiguous
-    s_ptr, d_ptr,  # boundary states of chunk_states_kernel, addressed by the four strides below
-    out_ptr,  # (BH, N, DZ)
-    u_ptr, p_ptr, beta,
-    N, DX, DZ, NC,
-    stride_bh, stride_chunk, stride_x, stride_z,
-    C: tl.constexpr, BX: tl.constexpr, BZ: tl.constexpr,
-    REVERSE: tl.constexpr, USE_D: tl.constexpr,
+def _lag_weights(u_ptr, pos, REVERSE: tl.constexpr):
+    """u(lag) over a chunk's (row, column) pairs, 0 where the lag is negative (u(−1) = 0 in the table):
+    forward lag = row − column; reverse (row b, column i) lag = i − b."""
+    if REVERSE:
+        lag = pos[None, :] - pos[:, None]
+    else:
+        lag = pos[:, None] - pos[None, :]
+    return tl.load(u_ptr + tl.where(lag >= 0, lag, -1) + 1), lag >= 0
+
+
+@triton.jit
+def forward_kernel(
+    q_ptr, sqb, sqh, sqn,
+    k_ptr, skb, skh, skn,
+    v_ptr, svb, svh, svn,
+    mask_ptr, smb,
+    s_ptr, d_ptr, z_ptr,  # boundary states of states_kernel
+    out_ptr, sob, soh, son,
+    den_ptr,  # (BH, N) float32, written where STORE_DEN
+    u_ptr, p_ptr, beta, gamma, eps,
+    H, N, D, M, NC,
+    C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+    PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, STORE_DEN: tl.constexpr, USE_D: tl.constexpr,
     IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
 ):
-    """Forward in time (REVERSE=False), row a of the chunk:
-        out_a = Σ_{b≤a} u(a−b)(x_a·y_b) z_b + x_a S + β·u(a)·x_a D           (S, D at the chunk start)
-    backward in time (REVERSE=True), row b:
-        out_b = Σ_{i≥b} u(i−b)(x_b·y_i) z_i + u(L−1−b)·x_b Ŝ + β^{L−1−b}·x_b D̂   (Ŝ, D̂ at the chunk end).
-    x·yᵀ and x·S are sums over the feature dimension DX, taken BX features at a time.
-    """
-    bh, chunk, iz = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    """Row a of a chunk, output columns rm:
+        num_a = Σ_{b≤a} u(a−b)(φq_a·φk_b) v_b + φq_a S + β·u(a)·φq_a D,   den_a = Σ_{b≤a} φq_a·φk_b + φq_a·z + ε,
+    (S, D, z at the chunk start) and out_a = γ·num_a/den_a where NORM, else num_a. The feature dimension is
+    walked BD features at a time."""
+    bh, chunk, im = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
     pos = tl.arange(0, C)
-    rz = iz * BZ + tl.arange(0, BZ)
+    rm = im * BM + tl.arange(0, BM)
+    start = chunk * C
+    inside = pos < tl.minimum(C, N - start)
+    rows = start + pos
+    keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
+    w_d = beta * tl.load(u_ptr + pos + 1)  # β·u(a)
+    scores = tl.full((C, C), 0.0, tl.float32)
+    num = tl.full((C, BM), 0.0, tl.float32)
+    qz = tl.full((C,), 0.0, tl.float32)
+    for kd in range(0, D, BD):
+        rd = kd + tl.arange(0, BD)
+        fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
+        fk = _mapped(_tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D), inside, rd, D, PHI) * keep[:, None]
+        scores += _dot(fq, tl.trans(fk), IN_DOT, PRECISION, ROUND_ONLY)
+        state_mask = (rd[:, None] < D) & (rm[None, :] < M)
+        state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
+        num += _dot(fq, tl.load(s_ptr + state_off, mask=state_mask, other=0.0), ACC_DOT, PRECISION, ROUND_ONLY)
+        if USE_D:
+            d = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            num += _dot(fq * w_d[:, None], d, ACC_DOT, PRECISION, ROUND_ONLY)
+        if NORM:
+            z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+            qz += _sum(fq * z[None, :], 1)
+    weights, causal = _lag_weights(u_ptr, pos, False)
+    v = _tile(v_ptr, b * svb + hh * svh, svn, rows, inside, rm, M)
+    num += _dot(scores * weights, v, ACC_DOT, PRECISION, ROUND_ONLY)
+    if NORM:
+        den = _sum(tl.where(causal, scores, 0.0), 1) + qz + eps
+        num = num * (gamma / den)[:, None]
+        if STORE_DEN:
+            tl.store(den_ptr + bh * N + rows, den, mask=pos + im * C < N - start)  # the first column block
+    tl.store(out_ptr + b * sob + hh * soh + rows[:, None] * son + rm[None, :], num.to(out_ptr.dtype.element_ty),
+             mask=inside[:, None] & (rm[None, :] < M))
+
+
+@triton.jit
+def dq_kernel(
+    q_ptr, sqb, sqh, sqn,
+    k_ptr, skb, skh, skn,
+    v_ptr, svb, svh, svn,
+    g_ptr, sgb, sgh, sgn,  # ∂L/∂out
+    o_ptr, sob, soh, son,  # the saved output (NORM)
+    mask_ptr, smb,
+    s_ptr, d_ptr, z_ptr,  # forward boundary states, S and D read transposed
+    den_ptr, h_ptr,  # (BH, N) float32: den read, h = ∂L/∂den written (NORM)
+    dq_ptr,  # (B, H, N, D) contiguous
+    u_ptr, p_ptr, beta, gamma,
+    H, N, D, M, NC,
+    C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+    PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, STORE_H: tl.constexpr, USE_D: tl.constexpr,
+    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+):
+    """Row a, feature columns rd: ∇φ(q_a) = Σ_{b≤a} (u(a−b) r_a (g_a·v_b) + h_a) φk_b + r_a g_a(S + β·u(a)·D)ᵀ
+    + h_a z, with r_a = γ/den_a and h_a = −(g_a·out_a)/den_a where NORM (else r = 1, h = 0); then ⊙ φ'(q_a)."""
+    bh, chunk, idd = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
+    pos = tl.arange(0, C)
+    rd = idd * BD + tl.arange(0, BD)
+    start = chunk * C
+    inside = pos < tl.minimum(C, N - start)
+    rows = start + pos
+    w_d = beta * tl.load(u_ptr + pos + 1)  # β·u(a)
+    scores = tl.full((C, C), 0.0, tl.float32)
+    acc = tl.full((C, BD), 0.0, tl.float32)
+    go = tl.full((C,), 0.0, tl.float32)
+    for km in range(0, M, BM):
+        rm = km + tl.arange(0, BM)
+        g = _tile(g_ptr, b * sgb + hh * sgh, sgn, rows, inside, rm, M)
+        v = _tile(v_ptr, b * svb + hh * svh, svn, rows, inside, rm, M)
+        scores += _dot(g, tl.trans(v), IN_DOT, PRECISION, ROUND_ONLY)
+        state_mask = (rm[:, None] < M) & (rd[None, :] < D)
+        state_off = ((bh * NC + chunk) * D + rd[None, :]) * M + rm[:, None]  # (S)ᵀ: rows m, columns d
+        acc += _dot(g, tl.load(s_ptr + state_off, mask=state_mask, other=0.0), ACC_DOT, PRECISION, ROUND_ONLY)
+        if USE_D:
+            dT = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            acc += _dot(g * w_d[:, None], dT, ACC_DOT, PRECISION, ROUND_ONLY)
+        if NORM:
+            go += _sum(g * _tile(o_ptr, b * sob + hh * soh, son, rows, inside, rm, M), 1)
+    weights, causal = _lag_weights(u_ptr, pos, False)
+    keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
+    fk = _mapped(_tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D), inside, rd, D, PHI) * keep[:, None]
+    if NORM:
+        den = _rows(den_ptr, bh, N, rows, inside)
+        h = tl.where(inside, -go / den, 0.0)
+        if STORE_H:
+            tl.store(h_ptr + bh * N + rows, h, mask=pos + idd * C < N - start)  # the first column block
+        r = gamma / den
+        p = scores * weights * r[:, None] + tl.where(causal, h[:, None], 0.0)
+        z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+        dfq = _dot(p, fk, ACC_DOT, PRECISION, ROUND_ONLY) + acc * r[:, None] + h[:, None] * z[None, :]
+    else:
+        dfq = _dot(scores * weights, fk, ACC_DOT, PRECISION, ROUND_ONLY) + acc
+    q = _tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D)
+    dq = dfq * _phi_grad(q, PHI)
+    tl.store(dq_ptr + (bh * N + rows[:, None]) * D + rd[None, :], dq.to(dq_ptr.dtype.element_ty),
+             mask=inside[:, None] & (rd[None, :] < D))
+
+
+@triton.jit
+def dk_kernel(
+    q_ptr, sqb, sqh, sqn,
+    k_ptr, skb, skh, skn,
+    v_ptr, svb, svh, svn,
+    g_ptr, sgb, sgh, sgn,
+    mask_ptr, smb,
+    s_ptr, d_ptr, z_ptr,  # adjoint boundary states (at each chunk's end), Ŝ and D̂ read transposed; ẑ
+    den_ptr, h_ptr,
+    dk_ptr,
+    u_ptr, p_ptr, beta, gamma,
+    H, N, D, M, NC,
+    C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+    PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, USE_D: tl.constexpr,
+    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+):
+    """Row b, feature columns rd: ∇φ(k_b) = Σ_{i≥b} (u(i−b) r_i (v_b·g_i) + h_i) φq_i + u(L−1−b) v_b Ŝᵀ
+    + β^{L−1−b} v_b D̂ᵀ + ẑ; then ⊙ keep_b φ'(k_b). Ŝ, D̂ were summed from g̃ = r·g already."""
+    bh, chunk, idd = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
+    pos = tl.arange(0, C)
+    rd = idd * BD + tl.arange(0, BD)
     start = chunk * C
     L = tl.minimum(C, N - start)
     inside = pos < L
     rows = start + pos
-    z = _load_rows(z_ptr, bh, N, rows, inside, rz, DZ)
     to_end = tl.where(inside, L - 1 - pos, 0)
-    # The per-row weights of the state reads (module docstring of causal_product): s and d at the chunk boundary.
-    if REVERSE:
-        w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
-        w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
-    else:
-        w_s = tl.full((C,), 1.0, tl.float32)
-        w_d = beta * tl.load(u_ptr + pos + 1)  # β·u(a)
+    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
+    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
     scores = tl.full((C, C), 0.0, tl.float32)
-    out = tl.full((C, BZ), 0.0, tl.float32)
-    for kx in range(0, DX, BX):
-        rx = kx + tl.arange(0, BX)
-        x = _load_rows(x_ptr, bh, N, rows, inside, rx, DX)
-        y = _load_rows(y_ptr, bh, N, rows, inside, rx, DX)
-        scores += _dot(x, tl.trans(y), IN_DOT, PRECISION, ROUND_ONLY)
-        state_mask = (rx[:, None] < DX) & (rz[None, :] < DZ)
-        state_off = bh * stride_bh + chunk * stride_chunk + rx[:, None] * stride_x + rz[None, :] * stride_z
-        s = tl.load(s_ptr + state_off, mask=state_mask, other=0.0)
-        out += _dot(x * w_s[:, None], s, ACC_DOT, PRECISION, ROUND_ONLY)
+    acc = tl.full((C, BD), 0.0, tl.float32)
+    for km in range(0, M, BM):
+        rm = km + tl.arange(0, BM)
+        v = _tile(v_ptr, b * svb + hh * svh, svn, rows, inside, rm, M)
+        g = _tile(g_ptr, b * sgb + hh * sgh, sgn, rows, inside, rm, M)
+        scores += _dot(v, tl.trans(g), IN_DOT, PRECISION, ROUND_ONLY)
+        state_mask = (rm[:, None] < M) & (rd[None, :] < D)
+        state_off = ((bh * NC + chunk) * D + rd[None, :]) * M + rm[:, None]
+        acc += _dot(v * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+                    ACC_DOT, PRECISION, ROUND_ONLY)
+        if USE_D:
+            dT = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            acc += _dot(v * w_d[:, None], dT, ACC_DOT, PRECISION, ROUND_ONLY)
+    weights, later = _lag_weights(u_ptr, pos, True)
+    fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
+    if NORM:
+        r = gamma / _rows(den_ptr, bh, N, rows, inside)
+        h = tl.where(inside, _rows(h_ptr, bh, N, rows, inside), 0.0)
+        p = scores * weights * r[None, :] + tl.where(later, h[None, :], 0.0)
+        z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+        dfk = _dot(p, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc + z[None, :]
+    else:
+        dfk = _dot(scores * weights, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc
+    k = _tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D)
+    dk = dfk * _phi_grad(k, PHI) * _keep(mask_ptr, b, smb, rows, inside, MASK)[:, None]
+    tl.store(dk_ptr + (bh * N + rows[:, None]) * D + rd[None, :], dk.to(dk_ptr.dtype.element_ty),
+             mask=inside[:, None] & (rd[None, :] < D))
+
+
+@triton.jit
+def dv_kernel(
+    q_ptr, sqb, sqh, sqn,
+    k_ptr, skb, skh, skn,
+    g_ptr, sgb, sgh, sgn,
+    mask_ptr, smb,
+    s_ptr, d_ptr,  # adjoint boundary states (at each chunk's end)
+    den_ptr,
+    dv_ptr,
+    u_ptr, p_ptr, beta, gamma,
+    H, N, D, M, NC,
+    C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+    PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, USE_D: tl.constexpr,
+    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+):
+    """Row b, value columns rm: ∇v_b = Σ_{i≥b} u(i−b)(φk_b·φq_i) g̃_i + u(L−1−b) φk_b Ŝ + β^{L−1−b} φk_b D̂,
+    g̃_i = r_i g_i (r = γ/den where NORM, else 1)."""
+    bh, chunk, im = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
+    pos = tl.arange(0, C)
+    rm = im * BM + tl.arange(0, BM)
+    start = chunk * C
+    L = tl.minimum(C, N - start)
+    inside = pos < L
+    rows = start + pos
+    keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
+    to_end = tl.where(inside, L - 1 - pos, 0)
+    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
+    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
+    scores = tl.full((C, C), 0.0, tl.float32)
+    acc = tl.full((C, BM), 0.0, tl.float32)
+    for kd in range(0, D, BD):
+        rd = kd + tl.arange(0, BD)
+        fk = _mapped(_tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D), inside, rd, D, PHI) * keep[:, None]
+        fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
+        scores += _dot(fk, tl.trans(fq), IN_DOT, PRECISION, ROUND_ONLY)
+        state_mask = (rd[:, None] < D) & (rm[None, :] < M)
+        state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
+        acc += _dot(fk * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+                    ACC_DOT, PRECISION, ROUND_ONLY)
         if USE_D:
             d = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
-            out += _dot(x * w_d[:, None], d, ACC_DOT, PRECISION, ROUND_ONLY)
-    if REVERSE:
-        lag = pos[None, :] - pos[:, None]  # i − b, row b, column i
-    else:
-        lag = pos[:, None] - pos[None, :]  # a − b, row a, column b
-    weights = tl.load(u_ptr + tl.where(lag >= 0, lag, -1) + 1)  # u(lag), and u(−1) = 0 above the diagonal
-    out += _dot(scores * weights, z, ACC_DOT, PRECISION, ROUND_ONLY)
-    tl.store(out_ptr + (bh * N + rows[:, None]) * DZ + rz[None, :], out.to(out_ptr.dtype.element_ty),
-             mask=inside[:, None] & (rz[None, :] < DZ))
+            acc += _dot(fk * w_d[:, None], d, ACC_DOT, PRECISION, ROUND_ONLY)
+    weights, later = _lag_weights(u_ptr, pos, True)
+    g = _tile(g_ptr, b * sgb + hh * sgh, sgn, rows, inside, rm, M)
+    if NORM:
+        g = g * (gamma / _rows(den_ptr, bh, N, rows, inside))[:, None]
+    dv = _dot(scores * weights, g, ACC_DOT, PRECISION, ROUND_ONLY) + acc
+    tl.store(dv_ptr + (bh * N + rows[:, None]) * M + rm[None, :], dv.to(dv_ptr.dtype.element_ty),
+             mask=inside[:, None] & (rm[None, :] < M))
