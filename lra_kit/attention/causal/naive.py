@@ -19,7 +19,7 @@ from lra_kit.attention.lag_weights import momentum_lag_weights
 def naive_causal_op(q, k, v, *, phi=None, beta=0.0, gamma=1.0, eps=1e-6, key_padding_mask=None,
                     initial_state: CausalState | None = None):
     """The module docstring's formula, in the inputs' dtype. ``phi=None``: q, k are already mapped; ``eps=None``:
-    the bare numerator (no normaliser, no γ). Returns ``(out, CausalState)``: the state after the last position,
+    the bare numerator (no normaliser, no γ, no z). Returns ``(out, CausalState)``: the state after the last position,
     s_N = s_0 + β·u(N−1)·d_0 + Σ_j u(N−1−j) φ(k_j)v_jᵀ, d_N = β^N·d_0 + Σ_j β^{N−1−j} φ(k_j)v_jᵀ, z_N = z_0 + Σ_j φ(k_j)."""
     fq, fk = (q, k) if phi is None else (phi.queries(q), phi.keys(k))
     if key_padding_mask is not None:
@@ -46,4 +46,4 @@ def naive_causal_op(q, k, v, *, phi=None, beta=0.0, gamma=1.0, eps=1e-6, key_pad
             z = z + z0[:, :, None]
     if eps is not None:
         out = gamma * out / ((fq * z).sum(-1, keepdim=True) + eps)
-    return out, CausalState(s_end, d_end, z[:, :, -1])
+    return out, CausalState(s_end, d_end, None if eps is None else z[:, :, -1])
