@@ -93,6 +93,8 @@ def test_what_no_record_holds_is_not_recorded():
     assert table[-1] == ["ours, CPU (1 thread)"] + [gt.NOT_RECORDED] * len(METHODS)
     _, table = gt.speed_table("cifar10", {})
     assert table[-1] == ["ours"] + [gt.NOT_RECORDED] * len(METHODS)
+    _, table = gt.speed_table("cifar10", {}, here=False)  # outside a clone: the records exist elsewhere
+    assert table[-1] == ["ours"] + [gt.NOT_HERE] * len(METHODS)
     no_softmax = {"cpu": _record("cpu", [r for r in _speeds("mnist", 1.0) if r["method"] != SOFTMAX])}
     assert gt.speed_table("mnist", no_softmax)[1][-1][1 + METHODS.index(RNN)].startswith(f"{METHODS.index(RNN) + 1}")
     assert "(–; " in gt.speed_table("mnist", no_softmax)[1][-1][1 + METHODS.index(RNN)]

@@ -36,6 +36,7 @@ PAPERS = {
                 pn.KATHAROPOULOS_TABLE5_CIFAR10, pn.MOMENTUM_TABLE3),
 }
 NOT_RECORDED = "not recorded"
+NOT_HERE = "not here"  # a page run outside a clone: the records exist, but not where it runs
 NOT_IN_PAPER = "—"
 # A record's extrapolation is about the time per image: a lower bound on it is an upper bound on images/s.
 SPEED_MARK = {"none": "", "lower bound": "≤", "estimate": "~"}
@@ -188,14 +189,14 @@ def generation_records(results: Path | str | None) -> dict[str, dict]:
     return {n: json.loads(Path(names[n]).read_text()) for n in sorted(names, key=lambda n: (n != "cpu", n))}
 
 
-def speed_rows(task: str, records: dict[str, dict]) -> list[Row]:
-    """The papers' rows for ``task`` (:func:`paper_rows`), then each record's (:func:`record_rows`); one row of
-    :data:`NOT_RECORDED` where there is no record."""
+def speed_rows(task: str, records: dict[str, dict], here: bool = True) -> list[Row]:
+    """The papers' rows for ``task`` (:func:`paper_rows`), then each record's (:func:`record_rows`); where there is
+    no record, one row of :data:`NOT_RECORDED`, or of :data:`NOT_HERE` where the results are not ``here``."""
     rows = paper_rows(task)
     for name, record in records.items():
         rows += record_rows(task, name, record)
     if not records:
-        rows.append(Row("ours", {m: NOT_RECORDED for m in METHODS}))
+        rows.append(Row("ours", {m: NOT_RECORDED if here else NOT_HERE for m in METHODS}))
     return rows
 
 
@@ -226,13 +227,13 @@ def format_cell(cell, *, paper: bool = False, batch: bool = False) -> str:
     return f"batch {cell.speed.batch}: {text}" if batch else text
 
 
-def speed_table(task: str, records: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
+def speed_table(task: str, records: dict[str, dict], here: bool = True) -> tuple[list[str], list[list[str]]]:
     """The header and rows of ``task``'s table (:func:`speed_rows`), for :func:`lra_kit.viz.results.markdown_table`:
     a row per source, a column per method."""
     header = ["source, machine, batch"] + [LABELS[m] for m in METHODS]
     table = []
     papers = len(paper_rows(task))
-    for i, row in enumerate(speed_rows(task, records)):
+    for i, row in enumerate(speed_rows(task, records, here)):
         each = row.source.endswith("the largest batch of each")
         table.append([row.source] + [format_cell(row.cells[m], paper=i < papers, batch=each) for m in METHODS])
     return header, table
@@ -267,13 +268,15 @@ def speed_notes(records: dict[str, dict]) -> str:
         caps = sorted({run.get("largest_batch", {}).get("max_batch") for run in runs} - {None})
         searched = any(run.get("largest_batch", {}).get("searched") for run in runs)
         loads = [v for run in runs for v in (run.get("load_average_1min") or {}).values() if v is not None]
-        line = f"Record `generation-{name}.json` ({machine_label(record)}, torch {record.get('torch', '?')}, " \
-               f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {str(record.get('date', '?'))[:10]})"
+        commits = sorted({str(run.get("git_commit") or record.get("git_commit") or "?")[:10] for run in runs})
+        line = (f"Record `generation-{name}.json` ({machine_label(record)}, torch {record.get('torch', '?')}, "
+                f"{len(runs)} run{'s' if len(runs) != 1 else ''}, commit{'s' if len(commits) > 1 else ''} "
+                f"{', '.join(commits)}, {str(record.get('date', '?'))[:10]})")
         if searched and caps:
             line += (f": the largest batch found by doubling up to {', '.join(map(str, caps))}"
-                     + (" (on a CPU memory does not bound it: the cap does)" if record.get("device") == "cpu" else ""))
+                     + (" (on a CPU, memory does not bound it: the cap does)" if record.get("device") == "cpu" else ""))
         if loads:
-            line += f"; load average {min(loads):g}–{max(loads):g} during its runs (the machine was shared)"
+            line += f"; 1-minute load average before and after its runs {min(loads):g}–{max(loads):g}"
         lines.append(line + ".")
     return "\n".join(f"- {line}" for line in lines)
 
@@ -303,6 +306,6 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
             f"{pairs(lambda r: r['modules']['ms_per_pixel'], lambda r: r['ms_per_pixel'], 2, False)} "
             f"in the same order ({medians}, over the same pixels).")
 
-__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "Speed", "Cell", "Row", "ratio_mark", "paper_rows", "record_rows",
-           "generation_records", "speed_rows", "format_cell", "speed_table", "speed_caption", "speed_notes",
-           "machine_label", "lean_step_sentence"]
+__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
+           "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
+           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence"]
