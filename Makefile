@@ -125,10 +125,12 @@ bench: $(VENV)/.test
 readme: $(VENV)/.test
 	$(PY) -m lra_kit report
 
-## make gpu-check OUT=DIR: the GPU campaign (docs/gpu.md), steps of <= 8 min, JSON into DIR; needs a CUDA device
+## make gpu-check OUT=DIR: the GPU campaign (docs/gpu.md), steps of <= 8 min, JSON into DIR; needs a CUDA device.
+## It stops after TIME_LIMIT seconds of steps (480: one 15-minute lease; the attention benchmark runs first)
 OUT ?= results/gpu-check
+TIME_LIMIT ?= 480
 gpu-check: $(VENV)/.test
-	$(PY) -m lra_kit.bench.gpu_check --out $(OUT)
+	$(PY) -m lra_kit.bench.gpu_check --out $(OUT) --time-limit $(TIME_LIMIT)
 
 clean:
 	rm -rf _build .jupyter_cache .pytest_cache $(NBVAL_DIR)

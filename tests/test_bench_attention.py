@@ -17,8 +17,6 @@ from lra_kit.bench.attention import (
     judged_ratios,
     main,
     run,
-    triton_linear,
-    triton_momentum,
 )
 from lra_kit.cli import main as cli_main
 
@@ -118,21 +116,22 @@ def test_prefill_table_and_judged_ratios(bench):
         rows["momentum_causal"]["median_s"] / rows["linear_causal"]["median_s"])
     assert ratio["prefill_linear_vs_sdpa"] == pytest.approx(
         pre["sdpa_kv_cache"]["median_s"] / pre["linear_causal"]["median_s"])
-    assert ratio["linear_bandwidth_fraction"] is None  # no known peak bandwidth for a CPU
+    assert ratio["linear_over_bound"] is None and rows["linear_causal"]["bound_ms"] is None  # no bandwidth on a CPU
     text = format_ratios(result)
     assert "SDPA÷lin" in text and "mom÷lin" in text
 
 
 def test_io_bytes_counts_the_tensors_any_implementation_moves():
     one = 2 * 3 * 5 * 7 * 2  # batch 2, heads 3, length 5, dim 7, two-byte elements
-    assert io_bytes("linear_triton", batch=2, heads=3, length=5, dim=7, element=2, backward=False) == 4 * one
-    assert io_bytes("linear_triton", batch=2, heads=3, length=5, dim=7, element=2, backward=True) == 11 * one
+    assert io_bytes("linear", batch=2, heads=3, length=5, dim=7, element=2, backward=False) == 4 * one
+    assert io_bytes("linear", batch=2, heads=3, length=5, dim=7, element=2, backward=True) == 11 * one
     assert io_bytes("luna", batch=2, heads=3, length=5, dim=7, element=2, backward=True) is None
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
-def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch):
-    """The *_triton rows run the Triton path, the *_causal rows the PyTorch path (never the same kernels)."""
+def test_the_rows_as_users_call_them_take_the_triton_path_the_causal_rows_never(monkeypatch):
+    """``linear`` and ``momentum`` are the library's own calls, which choose the Triton path where it is available
+    (here Triton's interpreter); the ``*_causal`` rows are pinned to the PyTorch path (never the same kernels)."""
     from lra_kit.attention.causal import triton as gpu
     from lra_kit.bench.attention import _attention_fn
 
@@ -143,9 +142,10 @@ def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch
     with gpu.disabled():
         ref, _ = linear_attention(q, k, v, causal=True)
         ref_momentum, _ = momentum_attention(q, k, v, beta=0.6, causal=True)
-    assert ((triton_linear(q, k, v) - ref).norm() / ref.norm()).item() < 1e-5
-    assert ((triton_linear(q, k, v, final_state=True) - ref).norm() / ref.norm()).item() < 1e-5
-    out = triton_momentum(q, k, v, beta=0.6, final_state=True)
+    for final_state in (False, True):
+        out = _attention_fn("linear", 0.6, "auto", final_state=final_state)(q, k, v)
+        assert ((out - ref).norm() / ref.norm()).item() < 1e-5
+    out = _attention_fn("momentum", 0.6, "auto", final_state=True)(q, k, v)
     assert ((out - ref_momentum).norm() / ref_momentum.norm()).item() < 1e-5
 
     from lra_kit.attention.causal.triton import host as triton_path
@@ -156,7 +156,7 @@ def test_triton_methods_agree_with_the_library_under_the_interpreter(monkeypatch
     _attention_fn("linear_causal", 0.6, "auto")(q, k, v)
     _attention_fn("momentum_causal", 0.6, "auto")(q, k, v)
     assert not calls  # the PyTorch path
-    _attention_fn("linear_triton", 0.6, "auto")(q, k, v)
+    _attention_fn("linear", 0.6, "auto")(q, k, v)
     assert calls  # the Triton path
 
 
@@ -175,12 +175,21 @@ def test_cpu_memory_is_what_a_fresh_process_pays():
     assert process_peak(make) >= 15 * 2**20
 
 
-def test_methods_that_cannot_run_here_are_refused_up_front(monkeypatch):
-    monkeypatch.setenv("LRA_KIT_TRITON", "0")
-    with pytest.raises(ValueError, match="Triton"):
-        run([32], device="cpu", methods=["sdpa_causal", "linear_triton"], progress=False)
-    with pytest.raises(ValueError, match="flash-linear-attention"):
-        run([32], device="cpu", methods=["sdpa_causal", "fla_linear"], progress=False)
+def test_methods_that_cannot_run_here_give_a_row_that_says_why():
+    """On this CPU: SDPA pinned to cuDNN finds no kernel, fla's Triton kernels need CUDA; the run goes on and their
+    rows say why, in the table and in ``unavailable``."""
+    from lra_kit.bench.attention import format_table
+
+    result = run([32], device="cpu", methods=["sdpa_flash", "sdpa_cudnn", "linear", "fla_chunk_linear"], repeats=1,
+                 heads=1, dim=8, prefill=False, progress=False)
+    assert [r["method"] for r in result["rows"]] == ["sdpa_flash", "linear"]
+    why = {u["method"]: u["unavailable"] for u in result["unavailable"]}
+    assert set(why) == {"sdpa_cudnn", "fla_chunk_linear"}
+    assert why["sdpa_cudnn"].startswith("RuntimeError: ") and "backend" in why["sdpa_cudnn"]
+    assert "CUDA" in why["fla_chunk_linear"]
+    table = format_table(result)
+    assert "sdpa_cudnn               unavailable: RuntimeError: " in table
+    assert "fla_chunk_linear         unavailable: flash-linear-attention's kernels" in table
 
 
 def test_the_json_is_written_after_each_length(tmp_path, monkeypatch):
@@ -188,7 +197,7 @@ def test_the_json_is_written_after_each_length(tmp_path, monkeypatch):
     (One method: each row's memory takes a fresh process; the rows of every method are checked above.)"""
     from lra_kit.bench import attention
 
-    path = tmp_path / "bench.json"
+    path = tmp_path / "bench-cpu.json"
     seen = []
     real_run = attention.run
 
@@ -199,8 +208,9 @@ def test_the_json_is_written_after_each_length(tmp_path, monkeypatch):
         return real_run(*args, on_length=look, **kwargs)
 
     monkeypatch.setattr(attention, "run", run_and_look)
+    asked = tmp_path / "bench-{gpu}.json"  # {gpu}: the device's short name, cpu here
     assert main(["--lengths", "32", "48", "--repeats", "1", "--heads", "1", "--dim", "8", "--device", "cpu",
-                 "--methods", "sdpa_causal", "--no-prefill", "--json", str(path)]) == 0
+                 "--methods", "sdpa_causal", "--no-prefill", "--json", str(asked)]) == 0
     assert seen == [[32], [32, 48]]
     rows = json.loads(path.read_text())["metrics"]["rows"]
     assert [(r["length"], r["method"]) for r in rows] == [(32, "sdpa_causal"), (48, "sdpa_causal")]

@@ -1,5 +1,7 @@
 """The GPU campaign's plan, checked on a CPU: its commands, their budgets and where they write (nothing runs)."""
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +13,9 @@ def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
     assert gpu_check.main(["--out", str(out), "--dry-run"]) == 0
     text = capsys.readouterr().out
     plan = gpu_check.steps(out)
-    # correctness first, then a compiled training step, then speed: a lease cut short keeps what matters most
-    assert [s.name for s in plan] == ["a1", "a2", "b", "d1", "d2", "d3", "c1", "c2", "g", "c3", "a3", "e"]
+    # the benchmark first (what a lease is asked for), then correctness, then a compiled training step: a lease cut
+    # short keeps what matters most
+    assert [s.name for s in plan] == ["c1", "a1", "a2", "b", "d1", "d2", "d3", "c2", "g", "a3", "e"]
     for step in plan:
         assert f"[{step.name}]" in text
         assert step.budget_s <= gpu_check.STEP_LIMIT_S and gpu_check.timeout_s(step) <= gpu_check.STEP_LIMIT_S
@@ -23,12 +26,13 @@ def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
 def test_every_step_writes_into_the_named_folder(tmp_path):
     out = tmp_path / "campaign"
     by_name = {s.name: " ".join(s.argv) for s in gpu_check.steps(out)}
-    for name in ("a1", "c1", "c2", "d1"):
+    for name in ("a1", "c2", "d1"):
         assert str(out) in by_name[name], name
-    assert "--sdpa-backend flash" in by_name["c1"] and "--sdpa-backend cudnn" in by_name["c2"]
-    # fla's kernels autotune on their first call: its rows are a step of their own, after ours
-    assert "fla_" not in by_name["c1"] and "linear_triton" in by_name["c1"]
-    assert "fla_linear" in by_name["c3"] and "linear_triton" in by_name["c3"] and "65536" not in by_name["c3"]
+    # c1 is `lra-kit bench attention --device cuda` with its own rows (no --methods), into the record of the card
+    assert "lra_kit.bench.attention --device cuda" in by_name["c1"] and "--methods" not in by_name["c1"]
+    assert by_name["c1"].endswith("--json results/bench/attention-{gpu}.json") and str(out) not in by_name["c1"]
+    assert "--sdpa-backend flash" in by_name["c2"] and "65536" not in by_name["c2"]
+    assert "luna" in by_name["c2"] and "linear_causal" in by_name["c2"]
     assert "compute-sanitizer --tool memcheck" in by_name["b"]
     for name in ("d1", "d2", "d3"):
         assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
@@ -37,6 +41,22 @@ def test_every_step_writes_into_the_named_folder(tmp_path):
     assert "--tasks mnist cifar10" in by_name["g"] and "--json" not in by_name["g"] and generation.budget_s <= 180
     dtypes = {dict(s.env).get("LRA_KIT_GPU_TEST_DTYPE") for s in gpu_check.steps(out) if s.name.startswith("a")}
     assert dtypes == {"float32", "bfloat16", "float16"}
+
+
+def test_the_benchmark_fits_one_lease_before_anything_else(tmp_path):
+    """`make gpu-check` runs with --time-limit 480: the benchmark is first, and its margin fits in that too."""
+    plan = gpu_check.steps(tmp_path)
+    assert plan[0].name == "c1" and 1.25 * plan[0].budget_s <= gpu_check.LEASE_LIMIT_S
+    assert gpu_check.timeout_s(plan[0], left_s=gpu_check.LEASE_LIMIT_S) == int(1.25 * plan[0].budget_s)
+    slow_first = [gpu_check.Step("x", "slow", ("true",), 400), *plan[1:]]
+    with pytest.raises(ValueError, match="first step, x, may need 500 s"):
+        gpu_check.check_budget(slow_first)
+    gpu_check.check_budget([plan[1], gpu_check.Step("x", "the same, later", ("true",), 400)])
+    # and `make gpu-check` passes that limit
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    recipe = makefile[makefile.index("\ngpu-check:"):].split("\n\n")[0]
+    assert "lra_kit.bench.gpu_check" in recipe and "--time-limit $(TIME_LIMIT)" in recipe
+    assert re.search(r"^TIME_LIMIT \?= (\d+)$", makefile, re.M).group(1) == str(gpu_check.LEASE_LIMIT_S)
 
 
 def test_budget_over_the_limit_names_the_step():
@@ -71,8 +91,10 @@ def test_only_runs_the_steps_in_the_order_named_and_refuses_unknown_ones(tmp_pat
 
 
 def test_a_step_is_cut_to_the_time_the_run_has_left(tmp_path):
-    c1 = next(s for s in gpu_check.steps(tmp_path, lengths=(1024, 4096)) if s.name == "c1")
-    assert c1.argv[c1.argv.index("--lengths") + 1:][:3] == ("1024", "4096", "--sdpa-backend")
+    plan = gpu_check.steps(tmp_path, lengths=(1024, 4096, 32768))
+    c1, c2 = (next(s for s in plan if s.name == name) for name in ("c1", "c2"))
+    assert c1.argv[c1.argv.index("--lengths") + 1:][:4] == ("1024", "4096", "32768", "--no-prefill")
+    assert c2.argv[c2.argv.index("--lengths") + 1:][:3] == ("1024", "4096", "--sdpa-backend")  # up to 16K
     assert gpu_check.timeout_s(c1) == int(1.25 * c1.budget_s)
     assert gpu_check.timeout_s(c1, left_s=100.7) == 100
 

@@ -1,23 +1,36 @@
-"""Attention benchmark: training time, prefill throughput and peak memory against SDPA measured in the same run.
+"""Attention benchmark: training time and peak memory of each attention against baselines timed in the same run.
 
-    lra-kit bench attention [--lengths 1024 2048 4096 8192] [--device cuda] [--json PATH]
+    lra-kit bench attention [--device cpu|cuda] [--lengths N ...] [--methods ...] [--json PATH]
 
-For each length, forward+backward of: softmax through SDPA (causal, the baseline of the causal
-methods; and non-causal, Luna's baseline), causal linear attention (Katharopoulos eq. 9 with the
-constant-memory gradient), causal momentum attention (Nguyen eq. 13), and Luna (pack+unpack,
-non-causal). On CUDA with Triton installed it adds the Triton kernels (``linear_triton``,
-``momentum_triton``), and with flash-linear-attention installed its chunk kernels (``fla_linear``,
-and ``fla_momentum_composed``: plain − β·decayed, each by fla). Then prefill: the causal forward
-over a prompt, in tokens/s, against SDPA writing the prompt's keys and values into a KV cache.
+On a CPU (the papers' methods): forward+backward of softmax through SDPA (causal, the baseline of the causal
+methods; and non-causal, Luna's baseline), causal linear attention (Katharopoulos eq. 9 with the constant-memory
+gradient), causal momentum attention (Nguyen eq. 13), causal Performer, and Luna (pack+unpack, non-causal). Then
+prefill: the causal forward over a prompt, in tokens/s, against SDPA writing the prompt's keys and values into a
+KV cache.
 
-Printed ratios: SDPA's time ÷ the method's (> 1 means faster than SDPA); momentum's time ÷ plain
-linear's (same implementation); peak memory ÷ SDPA's (on a CPU: what a fresh process with the default
-allocator pays for its first call, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`);
-our time ÷ fla's; achieved bandwidth as a
-fraction of the device's peak, counting only the bytes of q, k, v, o (forward) and of q, k, v,
-∂o, ∂q, ∂k, ∂v (backward) — the minimum any implementation must move. Timing: median of repeats,
-interleaved across methods (:mod:`lra_kit.bench.timing`); on CUDA the inputs rotate through
-enough copies to exceed four times the L2 cache, so no method is timed from cache.
+On CUDA (what a GPU user compares; lengths 1K–64K, batch 4, 8 heads of 64, bfloat16, causal), each method called
+as its users call it: ``scaled_dot_product_attention(q, k, v, is_causal=True)`` pinned to FlashAttention
+(``sdpa_flash``) and to cuDNN (``sdpa_cudnn``); flash-linear-attention's
+``chunk_linear_attn(elu(q) + 1, elu(k) + 1, v, normalize=True)`` (``fla_chunk_linear``); and ours,
+``linear_attention(q, k, v, causal=True)`` (``linear``) and ``momentum_attention(q, k, v, beta=0.6, causal=True)``
+(``momentum``), which take the Triton path by themselves. A method that cannot run here (a backend the card
+lacks, fla not installed, out of memory) gives a row "unavailable: <why>" instead of stopping the run. Each
+row's first call (compiling, autotuning: fla's kernels try dozens of configurations on theirs) is timed apart,
+as ``warmup_s``.
+
+Every row has ``bound_ms``: the least HBM traffic of a forward+backward ÷ the card's bandwidth. The least
+traffic is read q, k, v and write o (forward), then read q, k, v and ∂o and write ∂q, ∂k, ∂v (backward): 11
+tensors of batch·heads·N·D elements (:func:`io_bytes`). The bandwidth comes from a table keyed by the device
+name, else from a device-to-device copy timed in the same run (:mod:`lra_kit.bench.device`); the record says
+which. ``× bound`` = the time ÷ that bound: 1 is the floor no implementation can beat.
+
+Printed ratios: SDPA's time ÷ the method's (> 1 means faster than SDPA); momentum's time ÷ plain linear's (same
+implementation); peak memory ÷ SDPA's (on a CPU: what a fresh process with the default allocator pays for its
+first call, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`). On CUDA also the
+ratios the GPU path is judged by, each beside its target (``GPU_TARGETS``): linear ÷ fla's time, peak memory
+÷ fla's, cuDNN SDPA's time ÷ linear's, momentum ÷ linear. Timing: median of repeats, interleaved across methods
+(:mod:`lra_kit.bench.timing`); on CUDA the inputs rotate through enough copies to exceed four times the L2 cache,
+so no method is timed from cache.
 """
 from __future__ import annotations
 
@@ -33,10 +46,13 @@ import platform
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from lra_kit.attention import (
@@ -49,34 +65,83 @@ from lra_kit.attention import (
     softmax_attention,
 )
 from lra_kit.attention.naive import naive_cumulative_state_linear_attention
-from lra_kit.bench.measure import process_peak, working_set_peaks
-from lra_kit.bench.timing import interleaved_times
+from lra_kit.bench.device import bandwidth as device_bandwidth
+from lra_kit.bench.device import gpu_slug
+from lra_kit.bench.measure import peak_memory, process_peak, working_set_peaks
+from lra_kit.bench.timing import interleaved_times, synchronize
 from lra_kit.atomic import check_writable
 from lra_kit.results import make_results, write_results
 from lra_kit.bench.entry import module_main
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna")
-TRITON_METHODS = ("linear_triton", "momentum_triton")
-FLA_METHODS = ("fla_linear", "fla_momentum_composed")
+# What a GPU user compares, each called as its users call it (the module docstring).
+GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
 # autograd (the "naive implementation" of Katharopoulos §3.3.1), the memory baseline of the book.
 EXTRA_METHODS = ("linear_cumulative_states",)
-ALL_METHODS = METHODS + TRITON_METHODS + FLA_METHODS + EXTRA_METHODS
-BASELINE = {m: "sdpa_causal" for m in ALL_METHODS if m not in ("sdpa_causal", "sdpa", "luna")} | {"luna": "sdpa"}
-PLAIN_OF = {"momentum_causal": "linear_causal", "momentum_triton": "linear_triton",
-            "fla_momentum_composed": "fla_linear"}
-FLA_OF = {"linear_triton": "fla_linear", "linear_causal": "fla_linear",
-          "momentum_triton": "fla_momentum_composed", "momentum_causal": "fla_momentum_composed"}
+ALL_METHODS = METHODS + GPU_METHODS + EXTRA_METHODS
+SDPA_PINNED = {"sdpa_flash": "flash", "sdpa_cudnn": "cudnn"}  # method → the one SDPA backend it may use
+BASELINE = {m: "sdpa_causal" for m in ALL_METHODS if m not in ("sdpa_causal", "sdpa", "luna", *SDPA_PINNED)} | {
+    "luna": "sdpa"}
+PLAIN_OF = {"momentum_causal": "linear_causal", "momentum": "linear"}
+FLA = "fla_chunk_linear"
+OURS = (*PLAIN_OF.values(), *PLAIN_OF)  # ours, plain and momentum: the rows compared with fla's and SDPA's
 CAUSAL_METHODS = tuple(m for m in ALL_METHODS if m not in ("sdpa", "luna", "linear_cumulative_states"))
 PREFILL_BASELINE = "sdpa_kv_cache"
 SDPA_BACKENDS = ("auto", "flash", "cudnn", "efficient", "math")
-# Peak HBM bandwidth from the vendors' datasheets, bytes/s, matched against the device name.
-PEAK_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}
 DEFAULTS = {  # (lengths, batch, heads, dtype) per device type
     "cpu": ((1024, 2048, 4096, 8192), 1, 4, "float32"),
-    "cuda": ((1024, 2048, 4096, 8192, 16384, 32768, 65536), 4, 8, "bfloat16"),
+    "cuda": ((1024, 4096, 16384, 32768, 65536), 4, 8, "bfloat16"),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+BACKWARD_TENSORS = 11  # read q, k, v, write o; read q, k, v, ∂o, write ∂q, ∂k, ∂v
+FORWARD_TENSORS = 4  # read q, k, v, write o
+
+
+@dataclass(frozen=True)
+class Target:
+    """A ratio the GPU path is judged by: ``ratio`` (a key of :func:`judged_ratios`) ``op`` ``value`` at every
+    length from ``low`` to ``high`` (None: no upper end); ``value`` None: printed there, no threshold set."""
+
+    ratio: str
+    what: str
+    op: str  # "<=" or ">="
+    value: float | None
+    low: int = 1
+    high: int | None = None
+
+    def applies(self, length: int) -> bool:
+        return self.low <= length and (self.high is None or length <= self.high)
+
+    def met(self, x: float | None) -> bool | None:
+        if x is None or self.value is None:
+            return None
+        return x <= self.value if self.op == "<=" else x >= self.value
+
+    def label(self) -> str:
+        threshold = "(no threshold)" if self.value is None else f"{'≤' if self.op == '<=' else '≥'} {self.value:.1f}"
+        if self.high is None:
+            span = "every length" if self.low <= 1 else f"from {_k(self.low)}"
+        else:
+            span = f"at {_k(self.low)}" if self.low == self.high else f"at {_k(self.low)}–{_k(self.high)}"
+        return f"{self.what} {threshold}, {span}"
+
+
+GPU_TARGETS = (
+    Target("linear_over_fla", "linear ÷ fla time", "<=", 1.2, 1024, 4096),
+    Target("linear_over_fla", "linear ÷ fla time", "<=", 1.0, 16384, 65536),
+    Target("linear_memory_vs_fla", "linear ÷ fla peak memory", "<=", None, 65536, 65536),
+    Target("cudnn_over_linear", "cuDNN SDPA ÷ linear time", ">=", 3.0, 32768, 32768),
+    Target("momentum_over_linear", "momentum ÷ linear time", "<=", 1.2),
+)
+
+
+def _k(n: int) -> str:
+    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+class Unavailable(Exception):
+    """A method that cannot run on this device or install; its row says why instead of stopping the run."""
 
 
 def fla_installed() -> bool:
@@ -90,27 +155,14 @@ def triton_ready(device: torch.device) -> bool:
 
 
 def default_methods(device: torch.device) -> tuple[str, ...]:
-    """The paper's methods everywhere; the Triton kernels and fla's on a GPU where they are installed."""
-    methods = METHODS
-    if device.type == "cuda" and triton_ready(device):
-        methods += TRITON_METHODS
-    if device.type == "cuda" and fla_installed():
-        methods += FLA_METHODS
-    return methods
+    """The papers' methods on a CPU; on CUDA what a GPU user compares (``GPU_METHODS``)."""
+    return GPU_METHODS if device.type == "cuda" else METHODS
 
 
 def _device_detail(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-
-
-def peak_bandwidth(device: torch.device) -> float | None:
-    """Datasheet HBM bandwidth in bytes/s for known GPUs (None elsewhere)."""
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((bw for key, bw in PEAK_BANDWIDTH.items() if key in name), None)
 
 
 def sdpa_context(backend: str):
@@ -124,21 +176,20 @@ def sdpa_context(backend: str):
     return sdpa_kernel([pick[backend]])
 
 
-def triton_linear(q, k, v, *, final_state=False):
-    """Causal linear attention (eq. 9) as the library runs it on the Triton path (the library's causal op; the
-    benchmark composes nothing): the product in Triton on V itself, φ and the normaliser beside it in the same
-    autograd Function. ``final_state`` also forms the final state, which a prefill hands to generation."""
-    return linear_attention(q, k, v, causal=True, output_final_state=final_state)[0]
+def pinned_sdpa(backend: str) -> Callable:
+    """Causal ``scaled_dot_product_attention`` as its users call it, allowed one backend only: where that backend
+    cannot run (another card, another dtype), PyTorch raises instead of falling back to another."""
+    def run(q, k, v):
+        with sdpa_context(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-
-def triton_momentum(q, k, v, *, beta, gamma=1.0, final_state=False):
-    """Causal momentum attention (Nguyen eq. 13) as the library runs it on the Triton path."""
-    return momentum_attention(q, k, v, beta=beta, gamma=gamma, causal=True, output_final_state=final_state)[0]
+    return run
 
 
 def pytorch_path(fn: Callable) -> Callable:
     """``fn`` on the chunked PyTorch path even where the Triton path would be chosen (a CUDA tensor): the
-    ``*_causal`` rows, so that the ``*_triton`` rows are compared with something else than themselves."""
+    ``*_causal`` rows, so that on a GPU the ``linear`` and ``momentum`` rows are compared with something else than
+    themselves."""
     from lra_kit.attention.causal import triton as gpu
 
     def run(*args, **kwargs):
@@ -148,28 +199,22 @@ def pytorch_path(fn: Callable) -> Callable:
     return run
 
 
-def fla_linear(q, k, v, *, final_state=False):
-    """flash-linear-attention's chunk kernel, (batch, length, heads, dim) layout, φ = elu + 1, no scaling."""
+def fla_chunk_linear(q, k, v, *, final_state=False):
+    """flash-linear-attention's chunk kernel as its users call it: (batch, length, heads, dim) layout,
+    ``chunk_linear_attn(φ(q), φ(k), v, normalize=True)`` with φ = elu + 1 (its scale cancels in the normaliser)."""
     from fla.ops.linear_attn import chunk_linear_attn
 
-    out, _ = chunk_linear_attn(elu_plus_one(q), elu_plus_one(k), v, scale=1.0, normalize=True,
-                               output_final_state=final_state)
+    out, _ = chunk_linear_attn(elu_plus_one(q), elu_plus_one(k), v, normalize=True, output_final_state=final_state)
     return out
 
 
-def fla_momentum_composed(q, k, v, *, beta, final_state=False, eps=1e-6):
-    """Momentum numerator composed from two fla kernels, (Σ qk v − β·Σ β^{i−j} qk v)/(1−β): the
-    subtraction loses about log10(1/(1−β)) digits, which is why the Triton kernel carries both
-    states with positive coefficients instead. A timing reference only."""
-    from fla.ops.simple_gla import chunk_simple_gla
-
-    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)
-    plain, _ = chunk_simple_gla(q=phi_q, k=phi_k, v=v, scale=1.0, output_final_state=final_state)
-    log_decay = torch.full((q.shape[2],), math.log(beta), device=q.device, dtype=torch.float32)
-    decayed, _ = chunk_simple_gla(q=phi_q, k=phi_k, v=v, g_gamma=log_decay, scale=1.0,
-                                  output_final_state=final_state)
-    z = torch.cumsum(phi_k, dim=1)
-    return (plain - beta * decayed) / (1 - beta) / ((phi_q * z).sum(-1, keepdim=True) + eps)
+def check_runnable(method: str, device: torch.device) -> None:
+    """Raise :class:`Unavailable` with the reason where ``method`` cannot run on ``device`` at all."""
+    if method == FLA:
+        if not fla_installed():
+            raise Unavailable("flash-linear-attention is not installed (pip install fla-core)")
+        if device.type != "cuda":
+            raise Unavailable("flash-linear-attention's kernels are Triton kernels for CUDA devices")
 
 
 def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool = False) -> Callable:
@@ -180,18 +225,24 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
                 return softmax_attention(q, k, v, causal=causal)
         return run
 
+    def linear(q, k, v):  # as a user calls it: the Triton path on CUDA where Triton is installed
+        return linear_attention(q, k, v, causal=True, output_final_state=final_state)[0]
+
+    def momentum(q, k, v):
+        return momentum_attention(q, k, v, beta=beta, causal=True, output_final_state=final_state)[0]
+
     return {
         "sdpa_causal": sdpa(True),
         "sdpa": sdpa(False),
-        "linear_causal": pytorch_path(lambda q, k, v: linear_attention(q, k, v, causal=True)[0]),
-        "momentum_causal": pytorch_path(lambda q, k, v: momentum_attention(q, k, v, beta=beta, gamma=1.0,
-                                                                           causal=True)[0]),
+        "sdpa_flash": pinned_sdpa("flash"),
+        "sdpa_cudnn": pinned_sdpa("cudnn"),
+        "linear": linear,
+        "momentum": momentum,
+        "linear_causal": pytorch_path(linear),
+        "momentum_causal": pytorch_path(momentum),
         "performer_causal": lambda q, k, v: performer_attention(q, k, v, feature_map=_favor(q), causal=True)[0],
         "linear_cumulative_states": naive_cumulative_state_linear_attention,
-        "linear_triton": lambda q, k, v: triton_linear(q, k, v, final_state=final_state),
-        "momentum_triton": lambda q, k, v: triton_momentum(q, k, v, beta=beta, final_state=final_state),
-        "fla_linear": lambda q, k, v: fla_linear(q, k, v, final_state=final_state),
-        "fla_momentum_composed": lambda q, k, v: fla_momentum_composed(q, k, v, beta=beta, final_state=final_state),
+        FLA: lambda q, k, v: fla_chunk_linear(q, k, v, final_state=final_state),
     }[method]
 
 
@@ -220,7 +271,9 @@ def _input_sets(method, *, B, H, N, D, dtype, device, requires_grad) -> list[tup
 
 def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int,
               sdpa_backend: str = "auto") -> Callable[[], None]:
-    """A closure running one forward+backward of ``method`` on fresh-gradient inputs."""
+    """A closure running one forward+backward of ``method`` on fresh-gradient inputs (:class:`Unavailable` where
+    ``method`` cannot run on ``device``)."""
+    check_runnable(method, torch.device(device))
     if method == "luna":
         gen = torch.Generator(device="cpu").manual_seed(N)
         d_model = H * D
@@ -247,13 +300,14 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
 
 def prefill_methods(methods) -> tuple[str, ...]:
     """SDPA with a KV cache, then every causal method of the run except SDPA itself."""
-    return (PREFILL_BASELINE,) + tuple(m for m in methods if m in CAUSAL_METHODS and m != "sdpa_causal"
+    return (PREFILL_BASELINE,) + tuple(m for m in methods if m in CAUSAL_METHODS and not m.startswith("sdpa")
                                        and m != "linear_cumulative_states")
 
 
 def make_prefill(method: str, *, B, H, N, D, dtype, device, beta, sdpa_backend="auto") -> Callable[[], None]:
     """One no-grad causal forward over an N-token prompt. SDPA also writes the keys and values into a
-    preallocated KV cache; the Triton and fla paths also return the final recurrent state."""
+    preallocated KV cache; ours and fla's also return the final recurrent state."""
+    check_runnable(method, torch.device(device))
     sets = itertools.cycle(_input_sets(method if method != PREFILL_BASELINE else "sdpa", B=B, H=H, N=N, D=D,
                                        dtype=dtype, device=device, requires_grad=False))
     if method == PREFILL_BASELINE:
@@ -328,11 +382,57 @@ def peak_memory_by_length(
 
 
 def io_bytes(method: str, *, batch: int, heads: int, length: int, dim: int, element: int, backward: bool) -> int | None:
-    """Bytes any implementation must move: read q, k, v and write o; backward also reads q, k, v, ∂o and
-    writes ∂q, ∂k, ∂v (7 more tensors). None for Luna, whose tensors are not q, k, v."""
+    """Bytes any implementation must move through HBM: read q, k, v and write o (forward, 4 tensors); a
+    forward+backward also reads q, k, v and ∂o again and writes ∂q, ∂k, ∂v (11 tensors in all). None for Luna,
+    whose tensors are not q, k, v."""
     if method == "luna":
         return None
-    return (4 + (7 if backward else 0)) * batch * heads * length * dim * element
+    return (BACKWARD_TENSORS if backward else FORWARD_TENSORS) * batch * heads * length * dim * element
+
+
+def bound_ms(nbytes: int | None, bandwidth: float | None) -> float | None:
+    """The least time to move ``nbytes`` at ``bandwidth`` bytes/s, in milliseconds (None where either is)."""
+    if nbytes is None or not bandwidth:
+        return None
+    return nbytes / bandwidth * 1e3
+
+
+def _reason(err: BaseException, caught: list) -> str:
+    """One line: the error, then what PyTorch warned while it looked for a kernel (SDPA's reasons)."""
+    message = str(err).strip().splitlines()
+    lines = [f"{type(err).__name__}: {message[0]}" if message else type(err).__name__]
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text and text not in lines:
+            lines.append(text)
+    return "; ".join(lines)
+
+
+# What a method that cannot run here raises on its first call: a backend the card or dtype lacks
+# (SDPA's "No available kernel"), a broken install, too little memory. Ours raise nothing of the kind:
+# an error in our own methods is a bug and stops the run.
+THIRD_PARTY = tuple(SDPA_PINNED) + (FLA,)
+
+
+def first_call(method: str, make: Callable[[], Callable[[], None]], device: torch.device):
+    """Build ``method``'s step with ``make()`` and call it once, timed (compiling and autotuning happen here).
+    Returns ``(step, seconds, None)``, or ``(None, None, why)`` where the method cannot run: :class:`Unavailable`,
+    out of memory, or, for SDPA pinned to a backend and for fla, the RuntimeError or ImportError it raised."""
+    expected = (Unavailable, torch.cuda.OutOfMemoryError) + ((RuntimeError, ImportError) if method in THIRD_PARTY
+                                                               else ())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            step = make()
+            start = time.perf_counter()
+            step()
+            synchronize(device)
+            return step, time.perf_counter() - start, None
+        except expected as err:
+            why = str(err) if isinstance(err, Unavailable) else _reason(err, caught)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # what a failed call left in the allocator's cache (its traceback is gone now)
+    return None, None, why
 
 
 def run(
@@ -340,8 +440,10 @@ def run(
     repeats=5, methods=None, sdpa_backend=None, prefill=True, progress=True, on_length=None,
 ) -> dict:
     """Time every method at every length (interleaved), then prefill, then measure peak memory; return the table.
-    ``on_length(result)``, when given, receives the table so far after each length (the command line writes its
-    JSON then, so that a run stopped at a time limit keeps the lengths it finished)."""
+    Each method's first call at each length is timed apart (``warmup_s``); a method that cannot run there gives an
+    entry of ``unavailable`` instead of a row. ``on_length(result)``, when given, receives the table so far after
+    each length (the command line writes its JSON then, so that a run stopped at a time limit keeps the lengths
+    it finished)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     default_lengths, default_batch, default_heads, default_dtype = DEFAULTS["cuda" if device.type == "cuda" else "cpu"]
     lengths = tuple(lengths or default_lengths)
@@ -350,12 +452,6 @@ def run(
     # FlashAttention takes only 16-bit inputs; float32 on CUDA gets the memory-efficient kernel.
     sdpa_backend = sdpa_backend or ("auto" if device.type != "cuda" else "flash" if dtype != "float32" else "efficient")
     _check_methods(methods)
-    if any(m in TRITON_METHODS for m in methods) and not triton_ready(device):
-        raise ValueError(f"{', '.join(TRITON_METHODS)} need Triton and a CUDA device (pip install -e .[gpu]); "
-                         "LRA_KIT_TRITON=interpret runs them on a CPU, slowly")
-    if any(m in FLA_METHODS for m in methods) and not (device.type == "cuda" and fla_installed()):
-        raise ValueError(f"{', '.join(FLA_METHODS)} need flash-linear-attention and a CUDA device "
-                         "(pip install flash-linear-attention)")
     if sdpa_backend not in SDPA_BACKENDS:
         raise ValueError(f"sdpa_backend must be one of {SDPA_BACKENDS}, got {sdpa_backend!r}")
     if dtype not in DTYPES:
@@ -364,111 +460,189 @@ def run(
         raise ValueError(f"beta must be in (0, 1), got {beta!r}")
     torch_dtype = DTYPES[dtype]
     element = torch.empty((), dtype=torch_dtype).element_size()
-    bandwidth = peak_bandwidth(device)
+    bandwidth = device_bandwidth(device)
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length,
                  sdpa_backend=sdpa_backend)
-    jobs = [(N, m) for N in lengths for m in methods]
     config = dict(device=device, batch=batch, heads=heads, dim=dim, dtype=dtype, beta=beta, luna_length=luna_length,
                   repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth)
-    rows, prefill_rows = [], []
+    rows, prefill_rows, unavailable = [], [], []
     pre_methods = prefill_methods(methods) if prefill else ()
-    bar = tqdm(total=len(jobs) + len(lengths) * len(pre_methods), desc="attention benchmark: time",
+    bar = tqdm(total=len(lengths) * (len(methods) + len(pre_methods)), desc="attention benchmark: time",
                disable=not progress)
     for N in lengths:
         # Rounds over all methods of one length, so that a burst of load elsewhere on the machine
         # hits every method alike instead of one method's repeats.
-        steps = {m: make_step(m, N=N, device=device, **shape) for m in methods}
-        warmup_s = {}
-        times = interleaved_times(steps, device, repeats=repeats, warmup_s=warmup_s)
-        for method in methods:
-            ts = times[method]
+        steps, warmup_s = {}, {}
+        for m in methods:
+            step, seconds, why = first_call(m, functools.partial(make_step, m, N=N, device=device, **shape), device)
+            if why is None:
+                steps[m], warmup_s[m] = step, seconds
+            else:
+                unavailable.append({"length": N, "method": m, "unavailable": why})
+            if progress:  # what compiling and autotuning cost, as it happens (a GPU run can be stopped at its limit)
+                bar.write(f"{N}: {m} first call " + (f"{seconds:.1f} s" if why is None else f"unavailable: {why}"))
+        times = interleaved_times(steps, device, repeats=repeats)  # after one more untimed call each
+        for method, ts in times.items():
             rows.append({"length": N, "method": method, "median_s": statistics.median(ts),
                          "spread_s": max(ts) - min(ts), "warmup_s": warmup_s[method]})
-        if progress:  # what compiling and autotuning cost, as it happens (a GPU run can be stopped at its limit)
-            bar.write(f"{N}: first call " + ", ".join(f"{m} {warmup_s[m]:.1f} s" for m in methods))
         bar.update(len(methods))
+        if device.type == "cuda":  # the caching allocator's peak over one more call of each warm step
+            peaks = [peak_memory(steps[m], device) for m in times]
+        else:
+            peaks = measure_peaks([(N, m) for m in times], shape, device, progress)
+        for row, peak in zip(rows[len(rows) - len(times):], peaks, strict=True):
+            row["peak_bytes"] = peak
         del steps
-        if pre_methods:
+        ran = {m for m in methods if m in times}
+        runnable = [m for m in pre_methods if m == PREFILL_BASELINE or m in ran]
+        if runnable:
             pre_shape = {k: v for k, v in shape.items() if k != "luna_length"}
-            steps = {m: make_prefill(m, N=N, device=device, **pre_shape) for m in pre_methods}
+            steps = {m: make_prefill(m, N=N, device=device, **pre_shape) for m in runnable}
             times = interleaved_times(steps, device, repeats=repeats)
-            for method in pre_methods:
+            for method in runnable:
                 median = statistics.median(times[method])
                 prefill_rows.append({"length": N, "method": method, "median_s": median,
                                      "tokens_per_s": batch * N / median})
-            bar.update(len(pre_methods))
             del steps
-        peaks = measure_peaks([(N, m) for m in methods], shape, device, progress)
-        for row, peak in zip(rows[-len(methods):], peaks, strict=True):
-            row["peak_bytes"] = peak
-        _add_ratios(rows, prefill_rows, batch=batch, heads=heads, dim=dim, element=element, bandwidth=bandwidth)
+        bar.update(len(pre_methods))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()  # the next length's inputs are larger
+        add_ratios(rows, prefill_rows, batch=batch, heads=heads, dim=dim, element=element,
+                   bandwidth=bandwidth["bytes_per_s"])
         if on_length is not None:
-            on_length(_table(rows, prefill_rows, lengths[:lengths.index(N) + 1], **config))
+            on_length(_table(rows, prefill_rows, unavailable, lengths[:lengths.index(N) + 1], **config))
     bar.close()
-    return _table(rows, prefill_rows, lengths, **config)
+    return _table(rows, prefill_rows, unavailable, lengths, **config)
 
 
-def _table(rows, prefill_rows, lengths, *, device, batch, heads, dim, dtype, beta, luna_length, repeats, methods,
-           sdpa_backend, bandwidth) -> dict:
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("fla-core", "triton"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, dim, dtype, beta, luna_length, repeats,
+           methods, sdpa_backend, bandwidth) -> dict:
+    first = {}
+    for r in rows:  # the first length each method ran at: where it compiled and autotuned
+        first.setdefault(r["method"], r["warmup_s"])
     return {
         "config": {"lengths": list(lengths), "batch": batch, "heads": heads, "dim": dim, "dtype": dtype,
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
-                   "sdpa_backend": sdpa_backend, "peak_bandwidth": bandwidth,
-                   "fla": fla_installed(), "triton": any(m in TRITON_METHODS for m in methods),
+                   "sdpa_backend": sdpa_backend, "bandwidth": bandwidth,
+                   "fla": fla_installed(), "versions": _versions(),
+                   # which path linear_attention and momentum_attention chose for themselves here
+                   "triton": device.type == "cuda" and triton_ready(device),
+                   "first_call_s": first,
                    # CPU: a fresh process per row, default allocator, growth over the first call (measure.process_peak)
                    "memory_measure": "cuda allocator" if device.type == "cuda" else "process"},
         "rows": rows,
         "prefill": prefill_rows,
+        "unavailable": unavailable,
         "device": _device_detail(device),
         "device_type": device.type,
     }
 
 
-def _add_ratios(rows, prefill_rows, *, batch, heads, dim, element, bandwidth) -> None:
+def _over(a: dict | None, b: dict | None, key: str) -> float | None:
+    """a[key] ÷ b[key], None where either row or value is missing (or b's is 0)."""
+    if a is None or b is None or not a.get(key) or not b.get(key):
+        return None
+    return a[key] / b[key]
+
+
+def add_ratios(rows, prefill_rows, *, batch, heads, dim, element, bandwidth) -> None:
+    """Each row's ratios to the rows of the same length it is compared with, and its bound (in place).
+
+    ``speedup_vs_sdpa`` and ``memory_vs_sdpa``: against its ``BASELINE``; ``time_vs_linear``: momentum ÷ plain
+    linear of the same implementation; for ours (and fla's, against SDPA) ``time_vs_fla``, ``memory_vs_fla``,
+    ``speedup_vs_cudnn``, ``speedup_vs_flash``; ``bound_ms``: :func:`io_bytes` ÷ ``bandwidth`` (bytes/s, None
+    on a CPU) and ``time_over_bound`` = the median ÷ that bound."""
     by = {(r["length"], r["method"]): r for r in rows}
     for r in rows:
-        base = by.get((r["length"], BASELINE.get(r["method"], "")))
-        r["speedup_vs_sdpa"] = base["median_s"] / r["median_s"] if base else None
-        has_peaks = base and r["peak_bytes"] and base["peak_bytes"]
-        r["memory_vs_sdpa"] = r["peak_bytes"] / base["peak_bytes"] if has_peaks else None
-        plain = by.get((r["length"], PLAIN_OF.get(r["method"], "")))
-        r["time_vs_linear"] = r["median_s"] / plain["median_s"] if plain else None
-        fla = by.get((r["length"], FLA_OF.get(r["method"], "")))
-        r["time_vs_fla"] = r["median_s"] / fla["median_s"] if fla else None
-        moved = io_bytes(r["method"], batch=batch, heads=heads, length=r["length"], dim=dim, element=element,
-                         backward=True)
-        r["bandwidth_fraction"] = moved / r["median_s"] / bandwidth if (moved and bandwidth) else None
-        r["per_position_states_bytes"] = batch * heads * r["length"] * dim * dim * element
+        N, m = r["length"], r["method"]
+        base = by.get((N, BASELINE.get(m, "")))
+        r["speedup_vs_sdpa"] = _over(base, r, "median_s")
+        r["memory_vs_sdpa"] = _over(r, base, "peak_bytes")
+        r["time_vs_linear"] = _over(r, by.get((N, PLAIN_OF.get(m, ""))), "median_s")
+        fla = by.get((N, FLA)) if m in OURS else None
+        r["time_vs_fla"] = _over(r, fla, "median_s")
+        r["memory_vs_fla"] = _over(r, fla, "peak_bytes")
+        compared = m in OURS or m == FLA
+        r["speedup_vs_cudnn"] = _over(by.get((N, "sdpa_cudnn")), r, "median_s") if compared else None
+        r["speedup_vs_flash"] = _over(by.get((N, "sdpa_flash")), r, "median_s") if compared else None
+        r["bound_ms"] = bound_ms(io_bytes(m, batch=batch, heads=heads, length=N, dim=dim, element=element,
+                                          backward=True), bandwidth)
+        r["time_over_bound"] = r["median_s"] * 1e3 / r["bound_ms"] if r["bound_ms"] else None
+        r["per_position_states_bytes"] = batch * heads * N * dim * dim * element
     pre = {(r["length"], r["method"]): r for r in prefill_rows}
     for r in prefill_rows:
         base = pre.get((r["length"], PREFILL_BASELINE))
-        r["speedup_vs_sdpa"] = base["median_s"] / r["median_s"] if base and r is not base else None
-        moved = io_bytes(r["method"], batch=batch, heads=heads, length=r["length"], dim=dim, element=element,
-                         backward=False)
-        r["bandwidth_fraction"] = moved / r["median_s"] / bandwidth if (moved and bandwidth) else None
+        r["speedup_vs_sdpa"] = _over(base, r, "median_s") if r is not base else None
+        r["bound_ms"] = bound_ms(io_bytes(r["method"], batch=batch, heads=heads, length=r["length"], dim=dim,
+                                          element=element, backward=False), bandwidth)
+        r["time_over_bound"] = r["median_s"] * 1e3 / r["bound_ms"] if r["bound_ms"] else None
 
 
 def _fmt(x, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+# (header, key, format, width, scale) of the forward+backward table; a column all "-" in a run is left out.
+TABLE_COLUMNS = (
+    ("median ms", "median_s", ".2f", 10, 1e3),
+    ("bound ms", "bound_ms", ".3f", 9, 1),
+    ("× bound", "time_over_bound", ".1f", 7, 1),
+    ("first s", "warmup_s", ".1f", 7, 1),
+    ("peak MiB", "peak_bytes", ".1f", 9, 2**-20),
+    ("× SDPA speed", "speedup_vs_sdpa", ".2f", 12, 1),
+    ("× SDPA mem", "memory_vs_sdpa", ".2f", 10, 1),
+    ("× cuDNN", "speedup_vs_cudnn", ".2f", 7, 1),
+    ("× flash", "speedup_vs_flash", ".2f", 7, 1),
+    ("÷ linear", "time_vs_linear", ".2f", 8, 1),
+    ("÷ fla", "time_vs_fla", ".2f", 6, 1),
+    ("mem ÷ fla", "memory_vs_fla", ".2f", 9, 1),
+)
+
+
+def _scaled(r: dict, key: str, scale: float):
+    x = r.get(key)
+    return None if x is None else x * scale
+
+
 def format_table(result: dict) -> str:
-    """The forward+backward table: one line per (length, method)."""
+    """The forward+backward table: one line per (length, method), a method that could not run saying why."""
     cfg = result["config"]
+    rows = result["rows"]
+    columns = [c for c in TABLE_COLUMNS if any(r.get(c[1]) is not None for r in rows)] or list(TABLE_COLUMNS[:1])
+    bw = cfg.get("bandwidth") or {}
     lines = [
         f"device: {result['device']} | batch {cfg['batch']}, heads {cfg['heads']}, dim {cfg['dim']}, {cfg['dtype']}, "
         f"forward+backward, median of {cfg['repeats']}" + (f", SDPA backend {cfg['sdpa_backend']}"
                                                           if cfg.get("sdpa_backend") else ""),
-        (f"{'length':>7} {'method':<22} {'median ms':>10} {'× SDPA speed':>12} {'peak MiB':>9} {'× SDPA mem':>10} "
-         f"{'÷ linear':>8} {'÷ fla':>6} {'BW frac':>7}"),
     ]
-    for r in result["rows"]:
-        lines.append(
-            f"{r['length']:>7} {r['method']:<22} {r['median_s'] * 1e3:>10.2f} {_fmt(r['speedup_vs_sdpa'], '.2f'):>12} "
-            f"{_fmt(r['peak_bytes'] and r['peak_bytes'] / 2**20, '.1f'):>9} {_fmt(r['memory_vs_sdpa'], '.2f'):>10} "
-            f"{_fmt(r['time_vs_linear'], '.2f'):>8} {_fmt(r.get('time_vs_fla'), '.2f'):>6} "
-            f"{_fmt(r.get('bandwidth_fraction'), '.2f'):>7}"
-        )
+    if bw.get("bytes_per_s"):
+        lines.append(f"bound: 11 tensors of batch·heads·N·dim ÷ {bw['bytes_per_s'] / 1e12:.2f} TB/s ({bw['source']}; "
+                     f"a copy here: {bw['measured_copy'] / 1e12:.2f} TB/s)")
+    lines.append(f"{'length':>7} {'method':<24} " + " ".join(f"{h:>{w}}" for h, _, _, w, _ in columns))
+    by = {(r["length"], r["method"]): r for r in rows}
+    missing = {(u["length"], u["method"]): u["unavailable"] for u in result.get("unavailable", [])}
+    lengths = sorted({n for n, _ in by} | {n for n, _ in missing})
+    for N in lengths:
+        for m in list(dict.fromkeys(list(cfg.get("methods", [])) + [k[1] for k in by if k[0] == N])):
+            if (N, m) in by:
+                r = by[(N, m)]
+                lines.append(f"{N:>7} {m:<24} " + " ".join(f"{_fmt(_scaled(r, key, scale), spec):>{w}}"
+                                                          for _, key, spec, w, scale in columns))
+            elif (N, m) in missing:
+                why = missing[(N, m)]
+                lines.append(f"{N:>7} {m:<24} unavailable: {why if len(why) <= 160 else why[:157] + '...'}")
     return "\n".join(lines)
 
 
@@ -477,22 +651,23 @@ def format_prefill(result: dict) -> str:
     if not result.get("prefill"):
         return ""
     lines = ["prefill (causal forward over the prompt, no grad; SDPA also fills a KV cache)",
-             f"{'length':>7} {'method':<22} {'median ms':>10} {'tokens/s':>12} {'× SDPA':>7} {'BW frac':>7}"]
+             f"{'length':>7} {'method':<24} {'median ms':>10} {'tokens/s':>12} {'× SDPA':>7} {'× bound':>7}"]
     for r in result["prefill"]:
-        lines.append(f"{r['length']:>7} {r['method']:<22} {r['median_s'] * 1e3:>10.2f} {r['tokens_per_s']:>12.4g} "
-                     f"{_fmt(r['speedup_vs_sdpa'], '.2f'):>7} {_fmt(r['bandwidth_fraction'], '.2f'):>7}")
+        lines.append(f"{r['length']:>7} {r['method']:<24} {r['median_s'] * 1e3:>10.2f} {r['tokens_per_s']:>12.4g} "
+                     f"{_fmt(r['speedup_vs_sdpa'], '.2f'):>7} {_fmt(r.get('time_over_bound'), '.1f'):>7}")
     return "\n".join(lines)
 
 
 def judged_ratios(result: dict) -> list[dict]:
-    """Per length, the ratios the GPU path is judged by, for our fastest implementation in the run
-    (Triton if it ran, else the chunked PyTorch path)."""
+    """Per length, the ratios the implementation is judged by, for our linear and momentum rows of the run (as
+    users call them where they ran, else the chunked PyTorch path): against SDPA (``sdpa_causal``) on a CPU;
+    against fla's kernel and cuDNN's and FlashAttention's SDPA on a GPU (``GPU_TARGETS``)."""
     rows = {(r["length"], r["method"]): r for r in result["rows"]}
     pre = {(r["length"], r["method"]): r for r in result.get("prefill", [])}
     out = []
     for N in result["config"]["lengths"]:
-        linear = next((m for m in ("linear_triton", "linear_causal") if (N, m) in rows), None)
-        momentum = next((m for m in ("momentum_triton", "momentum_causal") if (N, m) in rows), None)
+        linear = next((m for m in ("linear", "linear_causal") if (N, m) in rows), None)
+        momentum = next((m for m in ("momentum", "momentum_causal") if (N, m) in rows), None)
 
         def get(table, m, key, N=N):
             return table[(N, m)].get(key) if (N, m) in table else None
@@ -504,33 +679,87 @@ def judged_ratios(result: dict) -> list[dict]:
             "linear_memory_vs_sdpa": get(rows, linear, "memory_vs_sdpa"),
             "momentum_memory_vs_sdpa": get(rows, momentum, "memory_vs_sdpa"),
             "linear_over_fla": get(rows, linear, "time_vs_fla"),
-            "linear_bandwidth_fraction": get(rows, linear, "bandwidth_fraction"),
+            "linear_memory_vs_fla": get(rows, linear, "memory_vs_fla"),
+            "momentum_memory_vs_fla": get(rows, momentum, "memory_vs_fla"),
+            "cudnn_over_linear": get(rows, linear, "speedup_vs_cudnn"),
+            "flash_over_linear": get(rows, linear, "speedup_vs_flash"),
+            "linear_over_bound": get(rows, linear, "time_over_bound"),
+            "fla_over_bound": get(rows, FLA, "time_over_bound"),
             "prefill_linear_vs_sdpa": get(pre, linear, "speedup_vs_sdpa"),
             "prefill_momentum_vs_sdpa": get(pre, momentum, "speedup_vs_sdpa"),
         })
     return out
 
 
+def target_verdicts(ratios: list[dict], targets=GPU_TARGETS) -> list[dict]:
+    """For each target and each length of ``ratios`` it applies to: the ratio's value and whether it meets the
+    target (None where the ratio was not measured or the target sets no threshold)."""
+    out = []
+    for t in targets:
+        for r in ratios:
+            if t.applies(r["length"]):
+                value = r.get(t.ratio)
+                out.append({"target": t.label(), "ratio": t.ratio, "length": r["length"], "value": value,
+                            "met": t.met(value)})
+    return out
+
+
+# (header, key) of the ratio table; a column all "-" in a run is left out.
+RATIO_COLUMNS = (
+    ("SDPA÷lin", "sdpa_over_linear"), ("mom÷lin", "momentum_over_linear"), ("mem lin/SDPA", "linear_memory_vs_sdpa"),
+    ("mem mom/SDPA", "momentum_memory_vs_sdpa"), ("lin÷fla", "linear_over_fla"),
+    ("mem lin/fla", "linear_memory_vs_fla"), ("mem mom/fla", "momentum_memory_vs_fla"),
+    ("cuDNN÷lin", "cudnn_over_linear"), ("flash÷lin", "flash_over_linear"), ("lin×bound", "linear_over_bound"),
+    ("fla×bound", "fla_over_bound"), ("prefill lin×", "prefill_linear_vs_sdpa"),
+    ("prefill mom×", "prefill_momentum_vs_sdpa"),
+)
+
+
 def format_ratios(result: dict) -> str:
     ratios = judged_ratios(result)
     if not ratios:
         return ""
-    lines = [f"ratios (linear = {ratios[0]['linear']}, momentum = {ratios[0]['momentum']}; fwd+bwd unless prefill)",
-             (f"{'length':>7} {'SDPA÷lin':>9} {'mom÷lin':>8} {'mem lin/SDPA':>12} {'mem mom/SDPA':>12} "
-              f"{'lin÷fla':>8} {'BW frac':>7} {'prefill lin×':>12} {'prefill mom×':>12}")]
+    columns = [(h, k) for h, k in RATIO_COLUMNS if any(r.get(k) is not None for r in ratios)]
+    if not columns:
+        return ""
+    names = next(((r["linear"], r["momentum"]) for r in ratios if r["linear"]), (None, None))
+    lines = [f"ratios (linear = {names[0]}, momentum = {names[1]}; fwd+bwd unless prefill)",
+             f"{'length':>7} " + " ".join(f"{h:>{max(len(h), 6)}}" for h, _ in columns)]
     for r in ratios:
-        lines.append(
-            f"{r['length']:>7} {_fmt(r['sdpa_over_linear'], '.2f'):>9} {_fmt(r['momentum_over_linear'], '.2f'):>8} "
-            f"{_fmt(r['linear_memory_vs_sdpa'], '.2f'):>12} {_fmt(r['momentum_memory_vs_sdpa'], '.2f'):>12} "
-            f"{_fmt(r['linear_over_fla'], '.2f'):>8} {_fmt(r['linear_bandwidth_fraction'], '.2f'):>7} "
-            f"{_fmt(r['prefill_linear_vs_sdpa'], '.2f'):>12} {_fmt(r['prefill_momentum_vs_sdpa'], '.2f'):>12}")
+        lines.append(f"{r['length']:>7} " + " ".join(f"{_fmt(r.get(k), '.2f'):>{max(len(h), 6)}}" for h, k in columns))
     return "\n".join(lines)
+
+
+def format_targets(result: dict) -> str:
+    """The GPU targets, each with its ratio at the lengths of the run it applies to (✓ met, ✗ missed, - not
+    measured: a method of the ratio could not run); empty for a run without the GPU methods."""
+    if not any(m in GPU_METHODS for m in result["config"].get("methods", [])):
+        return ""
+    verdicts = target_verdicts(judged_ratios(result))
+    lines = ["targets (✓ met, ✗ missed, - not measured)"]
+    for label in dict.fromkeys(t.label() for t in GPU_TARGETS):
+        cells = [f"{_k(v['length'])} {_fmt(v['value'], '.2f')}{'' if v['met'] is None else ' ✓' if v['met'] else ' ✗'}"
+                 for v in verdicts if v["target"] == label]
+        lines.append(f"  {label}: " + (", ".join(cells) or "not measured (no length of the run in range)"))
+    return "\n".join(lines)
+
+
+def json_path(path: Path, device: torch.device) -> Path:
+    """``path`` with ``{gpu}`` replaced by the device's ``lra_kit.bench.device.gpu_slug`` (``cpu`` on a CPU):
+    ``results/bench/attention-{gpu}.json`` → ``results/bench/attention-h200.json`` on an H200."""
+    device = torch.device(device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return Path(str(path).replace("{gpu}", gpu_slug(name)))
 
 
 def write_json(result: dict, path: Path, wall_s: float) -> None:
     """Write the tables with the run's provenance (the keys of :mod:`lra_kit.results`)."""
+    ratios = judged_ratios(result)
+    gpu = any(m in GPU_METHODS for m in result["config"]["methods"])
     record = make_results(
-        metrics={"rows": result["rows"], "prefill": result.get("prefill", []), "ratios": judged_ratios(result)},
+        metrics={"rows": result["rows"], "prefill": result.get("prefill", []),
+                 "unavailable": result.get("unavailable", []), "ratios": ratios,
+                 "targets": target_verdicts(ratios) if gpu else []},
         config=result["config"], scale="benchmark", steps=result["config"]["repeats"], seed=0, wall_s=wall_s,
         device=result["device_type"], experiment="bench/attention", device_detail=result["device"],
         python=sys.version.split()[0],
@@ -541,7 +770,7 @@ def write_json(result: dict, path: Path, wall_s: float) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cpu, cuda = DEFAULTS["cpu"], DEFAULTS["cuda"]
     parser.add_argument("--lengths", type=int, nargs="+", default=None,
-                        help=f"default: {' '.join(map(str, cpu[0]))} on CPU, {cuda[0][0]}–{cuda[0][-1]} on CUDA")
+                        help=f"default: {' '.join(map(str, cpu[0]))} on CPU, {' '.join(map(str, cuda[0]))} on CUDA")
     parser.add_argument("--batch", type=int, default=None, help=f"default {cpu[1]} on CPU, {cuda[1]} on CUDA")
     parser.add_argument("--heads", type=int, default=None, help=f"default {cpu[2]} on CPU, {cuda[2]} on CUDA")
     parser.add_argument("--dim", type=int, default=64)
@@ -551,12 +780,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--luna-length", type=int, default=16, help="length l of Luna's P (default 16)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--methods", nargs="+", default=None, choices=ALL_METHODS,
-                        help="default: the paper's methods, plus Triton and fla ones on CUDA when installed")
+                        help=f"default: {' '.join(METHODS)} on CPU; {' '.join(GPU_METHODS)} on CUDA")
     parser.add_argument("--sdpa-backend", choices=SDPA_BACKENDS, default=None,
-                        help="pin SDPA's backend (default on CUDA: flash, or efficient for float32; auto on CPU)")
+                        help="pin the backend of sdpa_causal, sdpa and the prefill's KV cache (default on CUDA: "
+                             "flash, or efficient for float32; auto on CPU); sdpa_flash and sdpa_cudnn pin their own")
     parser.add_argument("--no-prefill", action="store_true", help="skip the prefill (prompt processing) table")
     parser.add_argument("--json", type=Path, default=None,
-                        help="also write the tables as JSON (e.g. results/bench/attention-h200.json)")
+                        help="also write the tables as JSON; {gpu} in the path becomes the device's short name "
+                             "(results/bench/attention-{gpu}.json → attention-h200.json on an H200)")
 
 
 def main_from_args(args: argparse.Namespace) -> int:
@@ -566,24 +797,28 @@ def main_from_args(args: argparse.Namespace) -> int:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
     if args.lengths and any(n < 1 for n in args.lengths):
         raise SystemExit("--lengths must be >= 1")
-    if args.json:
-        check_writable(args.json)  # before the run, not after it
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device here")
+    path = json_path(args.json, device) if args.json else None
+    if path:
+        check_writable(path)  # before the run, not after it
     start = time.perf_counter()
 
     def write_so_far(result):
-        write_json(result, args.json, time.perf_counter() - start)
+        write_json(result, path, time.perf_counter() - start)
 
     result = run(
-        args.lengths, batch=args.batch, heads=args.heads, dim=args.dim, dtype=args.dtype, device=args.device,
+        args.lengths, batch=args.batch, heads=args.heads, dim=args.dim, dtype=args.dtype, device=device,
         beta=args.beta, luna_length=args.luna_length, repeats=args.repeats, methods=args.methods,
-        sdpa_backend=args.sdpa_backend, prefill=not args.no_prefill, on_length=write_so_far if args.json else None,
+        sdpa_backend=args.sdpa_backend, prefill=not args.no_prefill, on_length=write_so_far if path else None,
     )
-    for text in (format_table(result), format_prefill(result), format_ratios(result)):
+    for text in (format_table(result), format_prefill(result), format_ratios(result), format_targets(result)):
         if text:
             print(text, end="\n\n")
-    if args.json:
-        write_json(result, args.json, time.perf_counter() - start)
-        print(f"wrote {args.json}")
+    if path:
+        write_json(result, path, time.perf_counter() - start)
+        print(f"wrote {path}")
     return 0
 
 
