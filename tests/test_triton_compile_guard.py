@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("triton")
 
+KERNELS = ("states_kernel", "forward_kernel", "dq_kernel", "dk_kernel", "dv_kernel")
+
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
@@ -28,7 +30,7 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
     assert done.returncode == 0, "\n".join(bad[:20]) + done.stderr[-2000:]
     variants = json.loads(path.read_text())["variants"]
     kernels = {v["kernel"] for v in variants}
-    assert kernels == {"chunk_states_kernel", "chunk_output_kernel"}
+    assert kernels == set(KERNELS)
     assert {v["input"] for v in variants} == {"fp32", "bf16", "fp16"}
     assert all(v["spill_store_bytes"] == 0 and v["shared_bytes"] <= 227 * 1024 for v in variants)
 
@@ -36,9 +38,13 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
 def test_the_variant_list_covers_every_flag():
     from lra_kit.attention.causal.triton.compile_check import variants
 
-    seen = {(v["kernel"], v["input"], v["constexprs"]["REVERSE"], v["constexprs"]["USE_D"]) for v in variants()}
-    for kernel in ("chunk_states_kernel", "chunk_output_kernel"):
+    listed = variants()
+    seen = {(v["kernel"], v["input"], v["constexprs"].get("REVERSE", False), v["constexprs"]["USE_D"],
+             v["constexprs"]["NORM"]) for v in listed}
+    for kernel in KERNELS:
         for dtype in ("fp32", "bf16", "fp16"):
-            for reverse in (False, True):
+            for reverse in (False, True) if kernel == "states_kernel" else (False,):
                 for use_d in (False, True):
-                    assert (kernel, dtype, reverse, use_d) in seen
+                    for norm in (False, True):
+                        assert (kernel, dtype, reverse, use_d, norm) in seen, (kernel, dtype, reverse, use_d, norm)
+    assert {v["kernel"] for v in listed} == set(KERNELS)

@@ -40,7 +40,10 @@ def _blocks(cap: int) -> list[int]:
 
 def variants() -> list[dict]:
     """Every (kernel, types, constexprs, warps) the host code launches (see the module docstring), at the type's
-    largest chunk: the tiles of every head and feature width (block sizes 16 … the type's cap)."""
+    largest chunk: the tiles of every head and feature width (block sizes 16 … the type's cap) with the flags of
+    linear and momentum attention (φ, mask and normaliser in the kernels); the other flags (no φ, no normaliser:
+    another feature map or the bare product; a starting or final state) at the largest tile, since they add loads
+    and stores, not registers per tile."""
     import torch
 
     from lra_kit.attention.causal.triton.host import TILING, dot_types, output_warps
@@ -49,42 +52,52 @@ def variants() -> list[dict]:
     for dtype in INPUT_TYPES:
         torch_dtype = getattr(torch, TORCH_NAMES[dtype])
         types, tiling = dot_types(torch_dtype), TILING[torch_dtype]
-        state_blocks = [(b, b) for b in _blocks(tiling.state_block)][::-1]
-        for (bx, by), reverse, use_d, has_init, store_last in itertools.product(
-                state_blocks, (False, True), (False, True), (False, True), (False, True)):
-            if (bx, by) != state_blocks[0] and (has_init or store_last):
-                continue  # the flags add loads and stores, not registers per tile: checked at the largest tile
-            out.append({"kernel": "chunk_states_kernel", "input": dtype, "output": "fp32",
-                        "num_warps": tiling.state_warps,
-                        "constexprs": dict(C=tiling.max_chunk, BX=bx, BY=by, REVERSE=reverse, HAS_INIT=has_init,
-                                           STORE_LAST=store_last, USE_D=use_d, IN_DOT=types.in_dot,
-                                           PRECISION=types.precision, ROUND_ONLY=False)})
+        dots = dict(IN_DOT=types.in_dot, PRECISION=types.precision, ROUND_ONLY=False)
+        attention = dict(PHI=True, MASK=True, NORM=True)
+        bare = dict(PHI=False, MASK=False, NORM=False)
+        state_blocks = [b for b in _blocks(tiling.state_block)][::-1]
+        for b, reverse, use_d in itertools.product(state_blocks, (False, True), (False, True)):
+            largest = b == state_blocks[0]
+            for flags, edges in ((attention, False), (attention, True), (bare, True)):
+                if edges and not largest:
+                    continue
+                out.append({"kernel": "states_kernel", "input": dtype, "output": "fp32",
+                            "num_warps": tiling.state_warps,
+                            "constexprs": dict(C=tiling.max_chunk, BX=b, BY=b, REVERSE=reverse, HAS_INIT=edges,
+                                               STORE_LAST=edges, USE_D=use_d, **dict(flags, MASK=flags["MASK"]
+                                                                                      and not reverse), **dots)})
         blocks = _blocks(tiling.max_block)
-        for bx, bz, reverse, use_d in itertools.product(blocks, blocks, (False, True), (False, True)):
-            # forward: the numerator in the inputs' type or in float32 (the attention's); backward: the inputs' type
-            for out_type in ((dtype,) if reverse else tuple(dict.fromkeys((dtype, "fp32")))):
-                if out_type != dtype and (bx, bz) != (blocks[-1], blocks[-1]):
-                    continue  # the output's type changes one store: checked at the largest tile
-                out.append({"kernel": "chunk_output_kernel", "input": dtype, "output": out_type,
-                            "num_warps": output_warps(bx, bz, torch_dtype),
-                            "constexprs": dict(C=tiling.max_chunk, BX=bx, BZ=bz, REVERSE=reverse, USE_D=use_d,
-                                               IN_DOT=types.in_dot, ACC_DOT=types.acc_dot,
-                                               PRECISION=types.precision, ROUND_ONLY=False)})
+        for kernel, extra in (("forward_kernel", {"STORE_DEN": True}), ("dq_kernel", {"STORE_H": True}),
+                              ("dk_kernel", {}), ("dv_kernel", {})):
+            for bd, bm, use_d in itertools.product(blocks, blocks, (False, True)):
+                largest = (bd, bm) == (blocks[-1], blocks[-1])
+                for flags in (attention, bare) if largest else (attention,):
+                    # the bare product's numerator may be float32 (``out_dtype``); ∇ of another φ is float32
+                    for out_type in tuple(dict.fromkeys((dtype, "fp32"))) if flags is bare else (dtype,):
+                        out.append({"kernel": kernel, "input": dtype, "output": out_type,
+                                    "num_warps": output_warps(bd, bm, torch_dtype, kernel),
+                                    "constexprs": dict(C=tiling.max_chunk, BD=bd, BM=bm, USE_D=use_d,
+                                                       ACC_DOT=types.acc_dot, **flags, **extra, **dots)})
     return out
 
 
+INPUTS = {"x_ptr", "y_ptr", "q_ptr", "k_ptr", "v_ptr", "g_ptr", "o_ptr"}
+OUTPUTS = {"out_ptr", "dq_ptr", "dk_ptr", "dv_ptr"}
+
+
 def _signature(kernel, variant: dict) -> dict:
-    inputs = {"x_ptr", "y_ptr", "z_ptr"}
     signature = {}
     for name in kernel.arg_names:
         if name in variant["constexprs"]:
             signature[name] = "constexpr"
-        elif name == "out_ptr":
+        elif name in OUTPUTS:
             signature[name] = f"*{variant['output']}"
+        elif name == "mask_ptr":
+            signature[name] = "*u8"
         elif name.endswith("_ptr"):
-            signature[name] = f"*{variant['input']}" if name in inputs else "*fp32"
+            signature[name] = f"*{variant['input']}" if name in INPUTS else "*fp32"
         else:
-            signature[name] = "fp32" if name == "beta" else "i32"
+            signature[name] = "fp32" if name in ("beta", "gamma", "eps") else "i32"
     return signature
 
 
@@ -153,8 +166,8 @@ def compile_variant(kernels, variant: dict) -> dict:
 
 def describe(variant: dict) -> str:
     c = variant["constexprs"]
-    flags = ",".join(k for k in ("REVERSE", "USE_D", "HAS_INIT", "STORE_LAST") if c.get(k))
-    blocks = "×".join(str(c[k]) for k in ("BX", "BY", "BZ") if k in c)
+    flags = ",".join(k for k in ("REVERSE", "USE_D", "HAS_INIT", "STORE_LAST", "PHI", "MASK", "NORM") if c.get(k))
+    blocks = "×".join(str(c[k]) for k in ("BX", "BY", "BD", "BM") if k in c)
     return (f"{variant['kernel']} {variant['input']}->{variant['output']} blocks {blocks} "
             f"warps {variant['num_warps']} [{flags}]")
 

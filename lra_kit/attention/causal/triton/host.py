@@ -86,12 +86,14 @@ def launch_blocks(dx: int, dz: int, dtype: torch.dtype = torch.bfloat16) -> tupl
     return _block(dx, cap), _block(dz, cap)
 
 
-def output_warps(BX: int, BZ: int, dtype: torch.dtype = torch.bfloat16) -> int:
-    """Warps of chunk_output_kernel, as measured by ptxas -v for sm_90 (the compile guard): 16-bit tiles up to
-    32 × 32 at C = 64 fit 4 warps (64 × 16 spilled with 4; 64 × 64 with β > 0 still spilled 16 B with 8: hence
-    the cap of 32). float32's tf32x3 tiles (C = 16) fit 4 warps except 32 × 16, which spilled 12 B with 4 and
-    none with 8 (while 32 × 32 spilled 24 B with 8 and none with 4)."""
-    return 8 if dtype == torch.float32 and (BX, BZ) == (32, 16) else 4
+def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: str = "forward_kernel") -> int:
+    """Warps of the four chunk kernels, as ptxas -v measured them for sm_90 (the compile guard). float32's tf32x3
+    tiles (C = 16) fit 4 warps except 32 × 16, which spills with 4 and not with 8. With 16-bit inputs (C = 64)
+    the forward and ∇q kernels hold the score tile, the output tile and φ's inputs at once: from 16 × 32 on they
+    spilled up to 176 B a thread with 4 warps, so they take 8; ∇k and ∇v fit 4."""
+    if dtype == torch.float32:
+        return 8 if (BD, BM) == (32, 16) else 4
+    return 8 if kernel in ("forward_kernel", "dq_kernel") and BD * BM >= 512 else 4
 
 
 class DotTypes(NamedTuple):
@@ -211,7 +213,7 @@ class _Launch:
         grid = (self.BH, self.NC, -(-width // block))
         kernel[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
                      self.NC, C=self.C, BD=self.BD, BM=self.BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
-                     num_warps=output_warps(self.BD, self.BM, self.dtype))
+                     num_warps=output_warps(self.BD, self.BM, self.dtype, kernel.__name__))
 
     def forward(self, q, k, v, states, out, den):
         s, d, z = states
