@@ -29,8 +29,8 @@ implementation); peak memory ÷ SDPA's (on a CPU: what a fresh process with the 
 first call, as ``ru_maxrss`` would show it — :func:`lra_kit.bench.measure.process_peak`). On CUDA also the
 ratios the GPU path is judged by, each beside its target (``GPU_TARGETS``): linear ÷ fla's time, peak memory
 ÷ fla's, cuDNN SDPA's time ÷ linear's, momentum ÷ linear. Timing: median of repeats, interleaved across methods
-(:mod:`lra_kit.bench.timing`); on CUDA the inputs rotate through enough copies to exceed four times the L2 cache,
-so no method is timed from cache.
+(:mod:`lra_kit.bench.timing`), the backward from a stored upstream gradient as in a model; on CUDA the inputs
+rotate through enough copies to exceed four times the L2 cache, so no method is timed from cache.
 """
 from __future__ import annotations
 
@@ -257,7 +257,8 @@ def _favor(q: torch.Tensor) -> FavorPlus:
 
 
 def _input_sets(method, *, B, H, N, D, dtype, device, requires_grad) -> list[tuple[torch.Tensor, ...]]:
-    """Random q, k, v; on CUDA enough copies to exceed 4× the L2 cache (rotated call by call)."""
+    """Random q, k, v; on CUDA enough copies to exceed 4× the L2 cache (rotated call by call; with the upstream
+    gradient of :func:`make_step`, four tensors a set)."""
     gen = torch.Generator(device="cpu").manual_seed(N)
     shape = (B, N, H, D) if method.startswith("fla_") else (B, H, N, D)
     copies = 1
@@ -271,8 +272,8 @@ def _input_sets(method, *, B, H, N, D, dtype, device, requires_grad) -> list[tup
 
 def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, beta: float, luna_length: int,
               sdpa_backend: str = "auto") -> Callable[[], None]:
-    """A closure running one forward+backward of ``method`` on fresh-gradient inputs (:class:`Unavailable` where
-    ``method`` cannot run on ``device``)."""
+    """A closure running one forward+backward of ``method`` on fresh-gradient inputs, the backward from a stored
+    upstream gradient ∂o (:class:`Unavailable` where ``method`` cannot run on ``device``)."""
     check_runnable(method, torch.device(device))
     if method == "luna":
         gen = torch.Generator(device="cpu").manual_seed(N)
@@ -288,11 +289,14 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
 
         return step
     fn = _attention_fn(method, beta, sdpa_backend)
-    sets = itertools.cycle(_input_sets(method, B=B, H=H, N=N, D=D, dtype=dtype, device=device, requires_grad=True))
+    # With each set its upstream gradient ∂o, a stored tensor as a model hands back: ``.sum().backward()`` would
+    # hand a broadcast one, which costs no memory traffic to read and which some backward kernels copy out first.
+    sets = itertools.cycle([(q, k, v, torch.randn_like(v)) for q, k, v in _input_sets(
+        method, B=B, H=H, N=N, D=D, dtype=dtype, device=device, requires_grad=True)])
 
     def step():
-        q, k, v = next(sets)
-        fn(q, k, v).sum().backward()
+        q, k, v, grad_out = next(sets)
+        fn(q, k, v).backward(grad_out)
         q.grad = k.grad = v.grad = None
 
     return step
