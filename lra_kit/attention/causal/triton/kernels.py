@@ -90,6 +90,13 @@ def _tile(ptr, base, stride_n, rows, inside, cols, width):
 
 
 @triton.jit
+def _store_rows(ptr, bh, N, rows, inside, cols, width, x):
+    """Store ``x`` as rows ``rows`` of one (batch·head)'s (N, width) matrix in a contiguous (B·H, N, width) gradient."""
+    tl.store(ptr + (bh * N + rows[:, None]) * width + cols[None, :], x.to(ptr.dtype.element_ty),
+             mask=inside[:, None] & (cols[None, :] < width))
+
+
+@triton.jit
 def _mapped(x, inside, cols, width, PHI: tl.constexpr):
     """φ(x) = elu(x) + 1 = x + 1 (x ≥ 0) or eˣ (Katharopoulos eq. 7) where ``PHI``, else x; zero outside the tile's
     rows and width (φ(0) = 1 would otherwise count a missing position). The exponential is of min(x, 0)."""
@@ -341,8 +348,7 @@ def dq_kernel(
         dfq = _dot(scores * weights, fk, ACC_DOT, PRECISION, ROUND_ONLY) + acc
     q = _tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D)
     dq = dfq * _phi_grad(q, PHI)
-    tl.store(dq_ptr + (bh * N + rows[:, None]) * D + rd[None, :], dq.to(dq_ptr.dtype.element_ty),
-             mask=inside[:, None] & (rd[None, :] < D))
+    _store_rows(dq_ptr, bh, N, rows, inside, rd, D, dq)
 
 
 @triton.jit
@@ -400,8 +406,7 @@ def dk_kernel(
         dfk = _dot(scores * weights, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc
     k = _tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D)
     dk = dfk * _phi_grad(k, PHI) * _keep(mask_ptr, b, smb, rows, inside, MASK)[:, None]
-    tl.store(dk_ptr + (bh * N + rows[:, None]) * D + rd[None, :], dk.to(dk_ptr.dtype.element_ty),
-             mask=inside[:, None] & (rd[None, :] < D))
+    _store_rows(dk_ptr, bh, N, rows, inside, rd, D, dk)
 
 
 @triton.jit
@@ -452,5 +457,4 @@ def dv_kernel(
     if NORM:
         g = g * (gamma / _rows(den_ptr, bh, N, rows, inside))[:, None]
     dv = _dot(scores * weights, g, ACC_DOT, PRECISION, ROUND_ONLY) + acc
-    tl.store(dv_ptr + (bh * N + rows[:, None]) * M + rm[None, :], dv.to(dv_ptr.dtype.element_ty),
-             mask=inside[:, None] & (rm[None, :] < M))
+    _store_rows(dv_ptr, bh, N, rows, inside, rm, M, dv)
