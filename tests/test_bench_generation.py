@@ -3,6 +3,7 @@ labels every number it did not measure directly; no timing is asserted."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -135,3 +136,15 @@ def test_bad_cap_on_the_command_line():
 
 def test_default_path_names_the_device():
     assert str(default_json_path(torch.device("cpu"))) == "results/bench/generation-cpu.json"
+
+
+def test_a_gpus_record_has_the_attention_benchmarks_short_name(monkeypatch):
+    from lra_kit.bench import attention, generation
+
+    card = "NVIDIA H100 80GB HBM3"
+    monkeypatch.setattr(generation, "device_name", lambda device: card)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: card)
+    cuda = torch.device("cuda")
+    assert str(default_json_path(cuda)) == "results/bench/generation-h100.json"
+    gpu = attention.json_path(Path("results/bench/attention-{gpu}.json"), cuda).stem.removeprefix("attention-")
+    assert default_json_path(cuda).stem.removeprefix("generation-") == gpu

@@ -55,6 +55,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from lra_kit.atomic import check_writable
+from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
 from lra_kit.bench.timing import median_time, synchronize
 from lra_kit.data.registry import task_names, task_spec
@@ -388,9 +389,10 @@ def format_table(rows: list[dict]) -> str:
 
 
 def default_json_path(device: torch.device) -> Path:
-    """``results/bench/generation-<device>.json``: ``cpu``, or the GPU's name in lower case with dashes."""
-    name = device_name(device).lower().replace("nvidia ", "")
-    return Path("results") / "bench" / f"generation-{'-'.join(name.split())}.json"
+    """``results/bench/generation-<gpu>.json``: ``cpu`` on a CPU, else the card's short name
+    (:func:`lra_kit.bench.device.gpu_slug`, as ``results/bench/attention-<gpu>.json`` has it: ``h100`` for an
+    "NVIDIA H100 80GB HBM3")."""
+    return Path("results") / "bench" / f"generation-{gpu_slug(device_name(device))}.json"
 
 
 def write_json(result: dict, path: Path, wall_s: float, *, append: bool = False, base: dict | None = None) -> None:
@@ -445,7 +447,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiny", action="store_true", help="a 1-layer d=32 model instead of the papers' (tests)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     parser.add_argument("--json", type=Path, default=None,
-                        help="where to write the results (default results/bench/generation-<device>.json)")
+                        help="where to write the results (default results/bench/generation-<gpu>.json, "
+                             "<gpu> as in attention-<gpu>.json; generation-cpu.json on a CPU)")
     parser.add_argument("--append", action="store_true",
                         help="merge into an existing JSON (rows of the same task, batch and method are replaced)")
     parser.add_argument("--no-json", action="store_true", help="print only")
