@@ -4,8 +4,9 @@ in CI (``CI=true``) its absence fails the test, elsewhere the test is skipped wi
 parameter call ``data_helpers.require_shared_data`` themselves.
 
 A test that runs the Triton kernels under Triton's interpreter is skipped, with the reason, where the installed
-interpreter cannot run them (``InterpreterUnsupported``, lra_kit.attention.causal.triton.switch.interpreter_problem): that
-is a property of the Triton and NumPy installed, which the message names, not a fault of the code under test.
+interpreter cannot run them (``InterpreterUnsupported``,
+lra_kit.attention.causal.triton.switch.interpreter_problem): that is a property of the Triton and NumPy installed,
+which the message names, not a fault of the code under test.
 
 ``node_tests`` runs the JavaScript tests once per session, exactly as ``node --test tests/js`` does (each file
 has lra_kit write its own reference: tests/js_references.py); tests/test_export_web.py, tests/test_viz_js.py and

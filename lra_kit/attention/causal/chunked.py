@@ -46,7 +46,6 @@ from typing import NamedTuple
 
 import torch
 
-from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE
 from lra_kit.attention.causal.state import CausalState, Normaliser
 from lra_kit.attention.lag_weights import decay_weights, momentum_lag_weights, scalar_u
 from lra_kit.attention.mapped import phi_backward, phi_forward

@@ -19,8 +19,9 @@ from lra_kit.attention.lag_weights import momentum_lag_weights
 def naive_causal_op(q, k, v, *, phi=None, beta=0.0, gamma=1.0, eps=1e-6, key_padding_mask=None,
                     initial_state: CausalState | None = None):
     """The module docstring's formula, in the inputs' dtype. ``phi=None``: q, k are already mapped; ``eps=None``:
-    the bare numerator (no normaliser, no γ, no z). Returns ``(out, CausalState)``: the state after the last position,
-    s_N = s_0 + β·u(N−1)·d_0 + Σ_j u(N−1−j) φ(k_j)v_jᵀ, d_N = β^N·d_0 + Σ_j β^{N−1−j} φ(k_j)v_jᵀ, z_N = z_0 + Σ_j φ(k_j)."""
+    the bare numerator (no normaliser, no γ, no z). Returns ``(out, CausalState)``: the state after the last
+    position, s_N = s_0 + β·u(N−1)·d_0 + Σ_j u(N−1−j) φ(k_j)v_jᵀ, d_N = β^N·d_0 + Σ_j β^{N−1−j} φ(k_j)v_jᵀ,
+    z_N = z_0 + Σ_j φ(k_j)."""
     fq, fk = (q, k) if phi is None else (phi.queries(q), phi.keys(k))
     if key_padding_mask is not None:
         fk = fk * (~key_padding_mask)[:, None, :, None].to(fk.dtype)

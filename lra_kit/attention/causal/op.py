@@ -28,7 +28,7 @@ from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE, prefix_sum
 from lra_kit.attention.causal.state import CausalState
 from lra_kit.attention.causal.triton import host
 from lra_kit.attention.causal.triton import switch as gpu
-from lra_kit.attention.precision import compute_dtype, without_autocast
+from lra_kit.attention.precision import without_autocast
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "CausalProduct", "ProductState", "Spec", "causal_op", "causal_product", "prefix_sum",
            "triton_causal_product"]
@@ -107,8 +107,9 @@ def causal_op(q, k, v, *, phi, beta, gamma, eps, chunk_size, key_padding_mask=No
               out_dtype=None):
     """Run :class:`CausalProduct`; returns ``(out, CausalState or None)``. Arguments are trusted (the public
     functions check them). ``key_padding_mask`` (B, N), True at padding, goes to the path as it is: the chunked
-    path turns it into a factor of its sums' type, the kernels read it. ``triton=None`` chooses the path: the Triton kernels where
-    :func:`lra_kit.attention.causal.triton.available` says so (CUDA tensors), else the chunked PyTorch code."""
+    path turns it into a factor of its sums' type, the kernels read it. ``triton=None`` chooses the path: the
+    Triton kernels where :func:`lra_kit.attention.causal.triton.available` says so (CUDA tensors), else the
+    chunked PyTorch code."""
     triton = gpu.available(q) if triton is None else triton
     spec = Spec(phi, float(beta), float(gamma), None if eps is None else float(eps), chunk_size,
                 bool(output_final_state), bool(keep_d or beta > 0.0), triton,
