@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from lra_kit.attention.causal.op import causal_product
-from lra_kit.attention.causal.chunked import DEFAULT_CHUNK_SIZE, SEGMENT_CHUNKS, segments
+from lra_kit.attention.causal.chunked import SEGMENT_CHUNKS, segments
+from lra_kit.attention.causal.chunking import DEFAULT_CHUNK_SIZE
 from lra_kit.bench.measure import saved_for_backward_bytes
 
 
