@@ -274,7 +274,7 @@ def test_beta_zero_stores_no_decayed_state(monkeypatch):
 
 
 def test_wide_feature_maps_use_64_wide_tiles(monkeypatch):
-    """Performer at dim 64 has 267 features: the output kernel walks them ≤ 64 at a time (a 512-wide tile needs
+    """Performer at dim 64 has 267 features: the chunk kernels walk them ≤ 64 at a time (a 512-wide tile needs
     ~288 KB of shared memory on sm_90, which allows ~227 KB), and the result is still the recurrence's."""
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         assert max(host.launch_blocks(267, 65, dtype)) <= host.MAX_BLOCK <= 64
@@ -287,7 +287,7 @@ def test_wide_feature_maps_use_64_wide_tiles(monkeypatch):
         result["out"] = triton_causal_product(*dev, 0.6, chunk_size=CHUNK)[0]
 
     launches = _recorded_launches(monkeypatch, run)
-    widths = [kw[b] for _, kw in launches for b in ("BX", "BY", "BZ") if b in kw]
+    widths = [kw[b] for _, kw in launches for b in ("BX", "BY", "BD", "BM") if b in kw]
     assert max(widths) <= host.MAX_BLOCK
     assert rel_rms(result["out"], ref) < 1e-6
 

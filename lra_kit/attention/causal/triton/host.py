@@ -209,34 +209,34 @@ class _Launch:
         )
         return (s, d, z), (last if store_last else None)
 
-    def _launch(self, kernel, width, block, *args, **flags):
+    def _launch(self, name, width, block, *args, **flags):
         grid = (self.BH, self.NC, -(-width // block))
-        kernel[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
+        getattr(self.kernels, name)[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
                      self.NC, C=self.C, BD=self.BD, BM=self.BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
-                     num_warps=output_warps(self.BD, self.BM, self.dtype, kernel.__name__))
+                     num_warps=output_warps(self.BD, self.BM, self.dtype, name))
 
     def forward(self, q, k, v, states, out, den):
         s, d, z = states
-        self._launch(self.kernels.forward_kernel, self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("forward_kernel", self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *self.mask, s, d, z, *_rows_of(out), den if den is not None else self.u,
                      scalars=(self.gamma, self.eps), STORE_DEN=den is not None, **self.flags)
 
     def dq(self, q, k, v, g, out, states, den, h, dq):
         s, d, z = states
-        self._launch(self.kernels.dq_kernel, self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("dq_kernel", self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *_rows_of(g), *_rows_of(out if out is not None else g), *self.mask, s, d, z,
                      _or(den, self.u), _or(h, self.u), dq, scalars=(self.gamma,), STORE_H=h is not None,
                      **self.flags)
 
     def dk(self, q, k, v, g, adjoint, den, h, dk):
         s, d, z = adjoint
-        self._launch(self.kernels.dk_kernel, self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("dk_kernel", self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *_rows_of(g), *self.mask, s, d, z, _or(den, self.u), _or(h, self.u), dk,
                      scalars=(self.gamma,), **self.flags)
 
     def dv(self, q, k, g, adjoint, den, dv):
         s, d, _ = adjoint
-        self._launch(self.kernels.dv_kernel, self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(g),
+        self._launch("dv_kernel", self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(g),
                      *self.mask, s, d, _or(den, self.u), dv, scalars=(self.gamma,), **self.flags)
 
 
