@@ -211,7 +211,8 @@ class _Launch:
 
     def _launch(self, name, width, block, *args, **flags):
         grid = (self.BH, self.NC, -(-width // block))
-        getattr(self.kernels, name)[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
+        kernel = getattr(self.kernels, name)
+        kernel[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
                      self.NC, C=self.C, BD=self.BD, BM=self.BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
                      num_warps=output_warps(self.BD, self.BM, self.dtype, name))
 
