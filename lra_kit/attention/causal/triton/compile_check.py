@@ -46,7 +46,7 @@ def variants() -> list[dict]:
     and stores, not registers per tile."""
     import torch
 
-    from lra_kit.attention.causal.triton.host import TILING, dot_types, output_warps
+    from lra_kit.attention.causal.triton.host import TILING, dot_types, output_warps, state_warps
 
     out = []
     for dtype in INPUT_TYPES:
@@ -62,7 +62,7 @@ def variants() -> list[dict]:
                 if edges and not largest:
                     continue
                 out.append({"kernel": "states_kernel", "input": dtype, "output": "fp32",
-                            "num_warps": tiling.state_warps,
+                            "num_warps": state_warps(torch_dtype, use_d),
                             "constexprs": dict(C=tiling.max_chunk, BX=b, BY=b, REVERSE=reverse, HAS_INIT=edges,
                                                STORE_LAST=edges, USE_D=use_d, **dict(flags, MASK=flags["MASK"]
                                                                                       and not reverse), **dots)})

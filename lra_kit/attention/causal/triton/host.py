@@ -55,12 +55,12 @@ class Tiling(NamedTuple):
     max_chunk: int  # largest chunk C (the caller's chunk_size is capped to it)
     max_block: int  # largest tile of the feature and output widths in chunk_output_kernel
     state_block: int  # largest state tile of chunk_states_kernel
-    state_warps: int
+    state_warps: int  # of states_kernel without d (β = 0); with d see :func:`state_warps`
 
 
 TILING = {
-    torch.bfloat16: Tiling(64, 32, 32, 4),
-    torch.float16: Tiling(64, 32, 32, 4),
+    torch.bfloat16: Tiling(64, 32, 32, 8),
+    torch.float16: Tiling(64, 32, 32, 8),
     torch.float32: Tiling(16, 32, 32, 8),
 }
 # Widest tile of any type: a wide feature map (Performer: 267 features) is walked in steps of at most this.
@@ -86,13 +86,24 @@ def launch_blocks(dx: int, dz: int, dtype: torch.dtype = torch.bfloat16) -> tupl
     return _block(dx, cap), _block(dz, cap)
 
 
-def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: str = "forward_kernel") -> int:
-    """Warps of the four chunk kernels, as ptxas -v measured them for sm_90 (the compile guard). float32's tf32x3
-    tiles (C = 16) fit 4 warps except 32 × 16, which spills with 4 and not with 8. With 16-bit inputs (C = 64)
-    the forward and ∇q kernels hold the score tile, the output tile and φ's inputs at once: from 16 × 32 on they
-    spilled up to 176 B a thread with 4 warps, so they take 8; ∇k and ∇v fit 4."""
+def state_warps(dtype: torch.dtype, use_d: bool) -> int:
+    """Warps of states_kernel. The compile guard ran with two Triton versions, 3.9 and 3.7.1 (the one PyPI's CUDA
+    torch 2.13 wheel brings). With 16-bit inputs and no d, a 32 × 32 state tile spilled with 4 warps under 3.7.1
+    (reverse, with a starting and a final state). With d, it spilled with 8. So: 8 without d, 4 with it.
+    float32 takes 8."""
     if dtype == torch.float32:
-        return 8 if (BD, BM) == (32, 16) else 4
+        return TILING[dtype].state_warps
+    return 4 if use_d else TILING[dtype].state_warps
+
+
+def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: str = "forward_kernel") -> int:
+    """Warps of the four chunk kernels, as ptxas -v measured them for sm_90 (the compile guard, with Triton 3.9 and
+    3.7.1). float32's tf32x3 tiles (C = 16) fit 4 warps, except in two places: 32 × 16 spills with 4 and not with
+    8; the ∇q kernel with d spilled 8 B at 16 × 16 with 4 warps under 3.7.1, and takes 8 at every tile. With
+    16-bit inputs (C = 64), the forward and ∇q kernels hold the score tile, the output tile and φ's inputs at
+    once. From 16 × 32 on, they spilled up to 176 B a thread with 4 warps, so they take 8. ∇k and ∇v fit 4."""
+    if dtype == torch.float32:
+        return 8 if kernel == "dq_kernel" or (BD, BM) == (32, 16) else 4
     return 8 if kernel in ("forward_kernel", "dq_kernel") and BD * BM >= 512 else 4
 
 
@@ -205,7 +216,7 @@ class _Launch:
             *x, *y, *self.mask, rows, h if h is not None else rows, s, d, z, *first, *last,
             self.u, self.p, self.beta, self.gamma, self.H, self.N, DX, DY, self.NC,
             C=self.C, BX=BX, BY=BY, REVERSE=reverse, HAS_INIT=init is not None, STORE_LAST=store_last,
-            **flags, **self.dots, num_warps=self.tiling.state_warps,
+            **flags, **self.dots, num_warps=state_warps(self.dtype, self.use_d),
         )
         return (s, d, z), (last if store_last else None)
 
