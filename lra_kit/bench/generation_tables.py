@@ -309,3 +309,13 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
 __all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
            "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
            "speed_caption", "speed_notes", "machine_label", "lean_step_sentence"]
+
+
+def live_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """A short live benchmark (``generation.run``) as a table that fits the page: per method, the pixels timed,
+    ms per pixel, time ÷ linear (with the row's mark where only a prefix was timed) and operators per pixel."""
+    mark = {"none": "", "lower bound": "≥ ", "estimate": "~ "}
+    cells = [[r["method"], f"{r['pixels_timed']}/{r['pixels']}", f"{r['ms_per_pixel']:.2f}",
+              f"{mark[r['extrapolation']]}{r['time_over_linear']:.2f}",
+              f"{r['ops_per_pixel']:.0f}" if "ops_per_pixel" in r else "—"] for r in rows]
+    return ["method", "pixels timed", "ms/pixel", "÷ linear", "ops/pixel"], cells
