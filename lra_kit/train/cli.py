@@ -7,6 +7,7 @@ data is loaded, so a long run never fails at its end for a path that was wrong f
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -53,7 +54,14 @@ def _train(args) -> int:
     finally:
         from lra_kit.train.distributed import cleanup
 
-        cleanup(trainer.dist)
+        info = trainer.dist
+        # The DDP wrapper holds the process group. Left to the interpreter's exit (a reference cycle keeps the
+        # trainer alive until then), the group's gloo threads are torn down during finalization, which aborted
+        # a rank now and then ("terminate called without an active exception", SIGABRT, in a full `make test`).
+        # So the trainer goes first, and the group is destroyed while the interpreter is whole.
+        del trainer
+        gc.collect()
+        cleanup(info)
     return 0
 
 
