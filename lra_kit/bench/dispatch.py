@@ -60,6 +60,11 @@ class KernelCounter(TorchDispatchMode):
                     self.allocated_bytes += t.untyped_storage().nbytes()
         return out
 
+    @property
+    def ops(self) -> collections.Counter:
+        """Every operator by name: kernels, allocations and views together (the generation benchmark's count)."""
+        return self.kernels + self.allocations + self.views
+
     def summary(self) -> str:
         kernels = ", ".join(f"{k} ×{n}" for k, n in sorted(self.kernels.items())) or "none"
         return (f"{sum(self.kernels.values())} kernels ({kernels}); {sum(self.allocations.values())} allocations, "

@@ -44,7 +44,6 @@ the row says which in ``extrapolation``. ``"none"`` means the whole image was ge
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import statistics
 import sys
@@ -52,9 +51,9 @@ import time
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from lra_kit.atomic import check_writable
+from lra_kit.bench.dispatch import KernelCounter
 from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
 from lra_kit.bench.timing import median_time, synchronize
@@ -99,21 +98,6 @@ def build_generator(task: str, method: str, *, overrides: dict | None = None, de
     return CausalLM(cfg, vocab_size=256, max_length=PIXELS[task]).to(device).eval()
 
 
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operators that reach it, by name, and apart those that only alias an input (views)."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops, self.views = collections.Counter(), collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = str(func.overloadpacket).removeprefix("aten.")
-        self.ops[name] += 1
-        if func.is_view:
-            self.views[name] += 1
-        return func(*args, **(kwargs or {}))
-
-
 def _generate(model: CausalLM, method: str, prompt: torch.Tensor, pixels: int, generator, lean: bool = True,
               cuda_graph: bool = True) -> torch.Tensor:
     return model.generate(prompt, pixels, recurrent=method != "softmax", generator=generator, lean=lean,
@@ -126,8 +110,8 @@ def count_ops(model: CausalLM, method: str, *, lean: bool = True, device="cpu") 
     prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
 
-    def counted(pixels: int) -> OpCounter:
-        counter = OpCounter()
+    def counted(pixels: int) -> KernelCounter:
+        counter = KernelCounter()
         with counter:
             _generate(model, method, prompt, pixels, gen, lean, cuda_graph=False)
         return counter
