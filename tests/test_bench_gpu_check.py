@@ -121,3 +121,20 @@ def test_summary_reads_each_step_and_counts_its_tests(tmp_path):
     (tmp_path / "copy-linear-cpu.json").write_text(json.dumps({"metrics": {}}))  # a training record: not a step
     assert gpu_check.summary(tmp_path) == [{"step": "a1", "what": "tests", "rc": 1, "wall_s": 5.0, "passed": 1,
                                             "failed": 1, "skipped": 1, "failed_in": ["test_y"]}]
+
+
+def test_every_finished_step_of_record_ran_within_its_budget():
+    """The budgets are the recorded campaigns' wall times with a margin: no finished step of results/gpu-check/
+    took longer than the budget it has now (a step stopped at its limit, rc 124, is not a finished run)."""
+    campaigns = sorted(p for p in (Path(__file__).parents[1] / "results" / "gpu-check").glob("*") if p.is_dir())
+    if not campaigns:
+        pytest.skip("no GPU campaign recorded")
+    budget = {s.name: s.budget_s for s in gpu_check.steps(Path("out"))}
+    checked = 0
+    for folder in campaigns:
+        for row in gpu_check.summary(folder):
+            if row["rc"] == 124 or row["step"] not in budget:
+                continue
+            assert row["wall_s"] <= budget[row["step"]], (folder.name, row["step"], row["wall_s"])
+            checked += 1
+    assert checked >= 10

@@ -71,8 +71,9 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
     """The campaign's commands, writing into ``out`` (c1 into ``bench_json``), in the order they run: the
     benchmark of what a GPU user compares first, then what only a GPU can show (correctness, then a training step
     compiled, then the rest), so that a lease cut short keeps the most. ``lengths``: the benchmarks' (c1's, the
-    benchmark's default 1K–64K when None; c2 takes those up to 16K). Budgets: measured on the H200 (session 27)
-    with a margin where a step ran, estimated where none has yet."""
+    benchmark's default 1K–64K when None; c2 takes those up to 16K). Budgets: the longest wall time of the step's
+    finished runs on the H200 (results/gpu-check/h200/, session 27, and h200-2026-11-28/) times 1.3 or more (the
+    timeout adds 1.25 more); e, which has not run, is estimated."""
     out = Path(out)
     py = (python,)
     tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py")
@@ -93,30 +94,31 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
                      "--out", str(out / f"d-copy-{attention}"), "--record", "gpu-check",
                      "--record-dir", str(out)), budget)
 
+    # Wall seconds on the H200: 2026-11-28 (session 27 in parentheses where the step ran then too).
     return [
-        # Estimated, not run yet: our kernels compile in seconds; fla's autotune on their first call over dozens
-        # of configurations each (2 x 2 tile sizes x 4 warp counts x 3 stage counts for chunk_fwd_h alone), once
-        # for all lengths (their autotuning keys hold no length); SDPA at 64K is about 0.15 s a call.
+        # 210 s, 133 of them fla's first call (its autotuning: 48 configurations for chunk_fwd_kernel_h alone, once
+        # for all lengths, as its autotuning keys hold no length); our linear kernels' first call 7.8 s
         Step("c1", "attention benchmark: SDPA flash and cuDNN, fla's chunk_linear_attn, our linear and momentum",
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", *at, "--no-prefill",
-              "--json", str(bench_json)), 300),
-        cuda_tests(1, "float32", 75),  # 55 s on the H200
-        cuda_tests(2, "bfloat16", 60),  # 31 s
+              "--json", str(bench_json)), 280),
+        cuda_tests(1, "float32", 75),  # 30 s (55 s)
+        cuda_tests(2, "bfloat16", 85),  # 66 s (31 s)
         Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
              ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
-              *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 40),  # 20 s
-        training(1, "linear", 90),  # 67 s
-        training(2, "momentum", 60),  # 34 s
-        training(3, "luna", 60),
+              *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 40),  # 26 s (20 s)
+        training(1, "linear", 95),  # 74 s (67 s)
+        training(2, "momentum", 45),  # 33 s (34 s)
+        training(3, "luna", 75),  # 58 s
         Step("c2", "the papers' methods on the GPU: SDPA flash, PyTorch path, Performer, Luna, up to 16K",
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, small),
-              "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 180),
-        # 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
-        # method also through the modules' step: about 70 s a task (estimated, not run yet)
+              "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 110),
+        # 115 s: 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
+        # method also through the modules' step, and the search for the largest batch
         Step("g", "generation benchmark, MNIST and CIFAR-10, batch 1 and the largest that fits",
              (*py, "-m", "lra_kit.bench.generation", "--device", "cuda", "--tasks", "mnist", "cifar10",
-              "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 180),
-        cuda_tests(3, "float16", 60),
+              "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 150),
+        cuda_tests(3, "float16", 45),  # 33 s
+        # estimated: not run yet
         Step("e", "paper-scale copy task, linear attention, as many steps as fit",
              (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", "linear",
               "--scale", "paper", "--device", "cuda", "--no-progress", "--set", "train.steps=1500",
