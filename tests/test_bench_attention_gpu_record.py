@@ -1,5 +1,6 @@
 """The GPU record of the attention benchmark as notebooks/speed_memory.md shows it, from a made-up record."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,7 @@ def fake_record() -> dict:
         {"target": "linear ÷ fla peak memory (no threshold), at 64K", "ratio": "linear_memory_vs_fla",
          "length": 65536, "value": None, "met": None},
     ]
-    return {"device": "cuda", "device_detail": "NVIDIA H200",
+    return {"device": "NVIDIA H200", "device_detail": "NVIDIA H200",  # as make_results writes a CUDA run's
             "config": {"methods": ["sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear"],
                        "bandwidth": {"bytes_per_s": 4.3e12, "source": "table: measured copy"}},
             "metrics": {"rows": rows, "ratios": ratios, "targets": targets,
@@ -72,8 +73,9 @@ def test_the_ratio_table_has_ours_over_the_bound_and_the_targets_verdicts():
 
 
 def test_a_cpu_record_or_an_old_one_is_refused_by_name():
-    with pytest.raises(ValueError, match="CUDA record"):
-        gpu_tables({"device": "cpu", "metrics": {}})
+    for device in ("cpu", None):
+        with pytest.raises(ValueError, match="CUDA record"):
+            gpu_tables({"device": device, "metrics": {}})
     old = fake_record()
     del old["metrics"]["targets"]
     with pytest.raises(ValueError, match="metrics.targets"):
@@ -88,3 +90,18 @@ def test_the_gpu_records_are_every_attention_record_but_the_cpus(tmp_path):
     with pytest.raises(ValueError, match="bench"):
         gpu_records(tmp_path / "nowhere")
     assert "make gpu-check" in NO_GPU_RECORD
+
+
+def test_every_committed_gpu_record_renders():
+    """What the page shows of each results/bench/attention-<gpu>.json: both tables, one row per length, the card
+    named (the 2026-11-28 H200 record was refused while a CUDA record's device was taken to read "cuda")."""
+    bench = Path(__file__).parents[1] / "results" / "bench"
+    records = gpu_records(bench)
+    if not records:
+        pytest.skip("no GPU record committed")
+    for path in records:
+        record = json.loads(path.read_text())
+        t = gpu_tables(record)
+        assert t["device"] == record["device_detail"] != "cpu"
+        assert [r[0] for r in t["times"][1]] == [f"{n // 1024}K" for n in record["config"]["lengths"]]
+        assert len(t["ratios"][1]) == len(record["metrics"]["ratios"]) and t["targets"]

@@ -53,7 +53,8 @@ def gpu_tables(record: dict) -> dict:
     rows the record's ratios name), then :data:`RATIO_COLUMNS` from ``metrics.ratios``, each with ✓/✗ where a
     target of ``metrics.targets`` judges it at that length.
     """
-    if not isinstance(record, dict) or record.get("device") != "cuda":
+    # a CUDA record's "device" is the card's name (lra_kit.results.device_name: "NVIDIA H200"), a CPU's "cpu"
+    if not isinstance(record, dict) or record.get("device") in (None, "cpu"):
         raise ValueError("record must be a CUDA record of lra-kit bench attention (its 'device' is "
                          f"{record.get('device') if isinstance(record, dict) else type(record).__name__!r})")
     metrics = record.get("metrics", {})
@@ -89,7 +90,7 @@ def gpu_tables(record: dict) -> dict:
         first_why.setdefault(m, why if len(why) <= 120 else why[:117] + "...")
     bw = record.get("config", {}).get("bandwidth") or {}
     return {
-        "device": record.get("device_detail", "cuda"),
+        "device": record.get("device_detail", record["device"]),
         "bandwidth": (f"{bw['bytes_per_s'] / 1e12:.2f} TB/s ({bw['source']})" if bw.get("bytes_per_s")
                       else None),
         "times": (["N", *methods], [[_length(n), *(times_cell(n, m) for m in methods)] for n in lengths]),
