@@ -120,7 +120,8 @@ def test_summary_reads_each_step_and_counts_its_tests(tmp_path):
     (tmp_path / "c1.json").write_text(json.dumps({"step": "c1", "skipped": "10 s left of --time-limit"}))
     (tmp_path / "copy-linear-cpu.json").write_text(json.dumps({"metrics": {}}))  # a training record: not a step
     assert gpu_check.summary(tmp_path) == [{"step": "a1", "what": "tests", "rc": 1, "wall_s": 5.0, "passed": 1,
-                                            "failed": 1, "skipped": 1, "failed_in": ["test_y"]}]
+                                            "failed": 1, "skipped": 1, "failed_in": ["test_y"],
+                                            "skipped_in": ["test_x"]}]
 
 
 def test_every_finished_step_of_record_ran_within_its_budget():

@@ -207,8 +207,8 @@ def run_step(step: Step, out: Path, left_s: float | None = None) -> dict:
 
 def summary(folder: Path) -> list[dict]:
     """One row per step recorded in ``folder`` (a campaign's DIR): step, what, exit status, wall seconds, and for
-    the test steps the counts their JUnit XML gives (passed, failed, skipped) and the test files that failed.
-    Steps that did not run (``--time-limit``) are left out."""
+    the test steps the counts their JUnit XML gives (passed, failed, skipped) and the test files that failed
+    (``failed_in``) and skipped (``skipped_in``). Steps that did not run (``--time-limit``) are left out."""
     import xml.etree.ElementTree as ET
 
     folder = Path(folder)
@@ -221,14 +221,14 @@ def summary(folder: Path) -> list[dict]:
             continue
         row = {"step": record["step"], "what": record["what"], "rc": record["rc"], "wall_s": record["wall_s"]}
         for xml in folder.glob(f"{record['step']}-tests-*.xml"):
-            counts, failed_in = {"passed": 0, "failed": 0, "skipped": 0}, set()
+            counts, where = {"passed": 0, "failed": 0, "skipped": 0}, {"failed": set(), "skipped": set()}
             for case in ET.parse(xml).iter("testcase"):
                 tags = {child.tag for child in case}
                 outcome = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
                 counts[outcome] += 1
-                if outcome == "failed":
-                    failed_in.add(case.get("classname", "").rsplit(".", 1)[-1])
-            row.update(counts, failed_in=sorted(failed_in))
+                if outcome in where:
+                    where[outcome].add(case.get("classname", "").rsplit(".", 1)[-1])
+            row.update(counts, failed_in=sorted(where["failed"]), skipped_in=sorted(where["skipped"]))
         rows.append(row)
     return rows
 
