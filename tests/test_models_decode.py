@@ -1,5 +1,5 @@
-"""The lean generation step (lra_kit.models.decode): the modules' step's numbers, bit for bit on the CPU, so the same
-tokens for the same generator; and the operator budget per generated pixel of the MNIST paper model."""
+"""The lean generation step (lra_kit.models.decode): the modules' step's numbers to rounding and the same tokens for
+the same generator; and the kernel budget per generated pixel of the MNIST paper model."""
 from __future__ import annotations
 
 import pytest
@@ -50,54 +50,66 @@ def test_lean_generation_gives_the_modules_tokens(case):
     assert not lean.is_inference()  # generate ran under inference_mode; its tokens can enter autograd later
 
 
-@pytest.mark.parametrize("case,width", [(CASES[0], 16), (CASES[0], 64), (CASES[2], 16), (CASES[2], 64), (CASES[5], 16)],
-                         ids=["linear", "linear-64", "momentum", "momentum-64", "cache"])
-def test_lean_states_and_hidden_states_are_the_modules_bit_for_bit(case, width):
-    """Step by step, the lean layers' states (s, z of eqs. 18-19; s, m, z of Nguyen eq. 12; the cache) and the
-    hidden state fed to the head equal Encoder.step's exactly, not merely closely; at width 16 φ maps q and k in
-    copied blocks, at 64 in one call (LinearStep.feature_map)."""
-    model, vocab = lm(*case, d_model=width)
-    if case[0] != "softmax":
-        assert model.encoder.layers[0].attn.head_dim * 2 == width
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-5), (torch.float64, 1e-12)], ids=["float32", "float64"])
+@pytest.mark.parametrize("case", [CASES[i] for i in (0, 2, 3, 5)], ids=[IDS[i] for i in (0, 2, 3, 5)])
+def test_lean_states_and_hidden_states_are_the_modules(case, dtype, tol):
+    """Step by step, with the same tokens read (teacher forcing), the lean layers' states (s, z of eqs. 18-19;
+    s, m, z of Nguyen eq. 12; the cache) and the hidden state fed to the head equal Encoder.step's to rounding:
+    the fused products sum in another order, nothing else differs (1e-12 in float64)."""
+    model, vocab = lm(*case)
+    model = model.to(dtype)
     ids = torch.randint(0, vocab, (2, 16), generator=torch.Generator().manual_seed(3))
     with torch.inference_mode():
         h, states = model.encoder.prefill(model.embed(ids[:, :3]))
         decoder = Decoder(model, ids[:, :3], 13, states, greedy=True)
-        decoder.tokens.copy_(ids)  # teacher forcing: every step reads the given token
-        if case[0] != "softmax":
-            assert decoder.layers[0].attention.one_call == (width == 64)
-        heads, finals = [], []
-        decoder.sample = lambda h: (heads.append(h.clone()), decoder.counter.add_(1))
-        decoder.sample(h[:, -1])
+        decoder.tokens.copy_(ids)  # every step reads the given token
+        heads, finals = [h[:, -1]], []
+        decoder.sample = lambda h, t=None: heads.append(h.clone())
         for t in range(3, 15):
-            decoder.step(decoder.span(t))
+            decoder.step(t)
             x = model.embed(ids[:, t:t + 1], offset=t)[:, 0]
             h_t, states = model.encoder.step(x, states)
             finals.append(h_t)
+    assert len(heads) == 13 and heads[1].dtype == dtype
     for got, want in zip(heads[1:], finals, strict=True):
-        assert torch.equal(got, want)
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
     for layer, state in zip(decoder.layers, states, strict=True):
         step = layer.attention
-        lean = step.state(15) if isinstance(step, CacheStep) else step.state()
         assert isinstance(step, (LinearStep, MomentumStep, CacheStep))
+        lean = step.state_tuple(15) if isinstance(step, CacheStep) else step.state_tuple()
         for a, b in zip(lean, state, strict=True):
-            assert torch.equal(a, b)
+            torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3]], ids=[IDS[0], IDS[3]])
+def test_device_positions_give_the_host_positions_tokens(case):
+    """The addressing a CUDA graph needs (graph=True: the position a step reads and writes held in a counter on
+    the device, advanced by the step) gives the tokens of the CPU's eager addressing (a Python int)."""
+    model, vocab = lm(*case)
+    prompt = torch.randint(0, vocab, (2, 3), generator=torch.Generator().manual_seed(4))
+    want = model.generate(prompt, 20, generator=torch.Generator().manual_seed(7), lean=False)
+    with torch.inference_mode():
+        h, states = model.encoder.prefill(model.embed(prompt))
+        decoder = Decoder(model, prompt, 20, states, generator=torch.Generator().manual_seed(7), graph=True)
+        decoder.first(h[:, -1])
+        for _ in range(19):
+            decoder.step()
+    assert torch.equal(decoder.tokens, want)
 
 
 def test_the_captured_cache_step_masks_what_it_has_not_written():
     """On CUDA a captured cache step attends over a fixed bucket of positions, those not yet written masked out.
-    The same Decoder.step, run here with buckets of 8, gives the modules' greedy tokens (its attention sums over
-    masked zeros, so the last bits may differ: the tokens are compared, not the bits)."""
+    The same Decoder.step, run here with buckets of 8 and device positions, gives the modules' greedy tokens."""
     model, vocab = lm(*CASES[5])
     prompt = torch.randint(0, vocab, (2, 3), generator=torch.Generator().manual_seed(4))
     want = model.generate(prompt, 25, greedy=True, lean=False)
     with torch.inference_mode():
         h, states = model.encoder.prefill(model.embed(prompt))
-        decoder = Decoder(model, prompt, 25, states, greedy=True, cache_bucket=8)
+        decoder = Decoder(model, prompt, 25, states, greedy=True, cache_bucket=8, graph=True)
         assert [decoder.span(t) for t in (3, 7, 8, 27)] == [8, 8, 16, 28]
-        decoder.sample(h[:, -1])
+        decoder.first(h[:, -1])
         for t in range(3, 27):
-            decoder.step(decoder.span(t))
+            decoder.step(None, decoder.span(t))
     assert torch.equal(decoder.tokens, want)
 
 
@@ -105,9 +117,9 @@ def test_generate_runs_under_inference_mode(monkeypatch):
     seen = []
     sample = Decoder.sample
 
-    def spy(self, h):
+    def spy(self, h, t=None):
         seen.append(torch.is_inference_mode_enabled())
-        return sample(self, h)
+        return sample(self, h, t)
 
     monkeypatch.setattr(Decoder, "sample", spy)
     model, vocab = lm(*CASES[0])
@@ -129,26 +141,25 @@ def test_edge_lengths_and_unsupported_models():
         Decoder(luna, prompt % 12, 3, [None])
 
 
-# Operators dispatched per generated pixel, MNIST paper model (8 layers, post-LN, ReLU, mixture head), counted as
-# lra_kit.bench.generation.count_ops counts them. The modules' step: 363 for linear, 387 momentum, 259 the cache.
-# The lean step: 18 per layer for linear (projection; φ: elu, +1; outer product, s += , z += ; readout: bmm,
-# φ(q)·z as a product and a sum, + ε, divide; output projection; residual, LayerNorm, FFN as two calls, residual,
-# LayerNorm), 21 for momentum, 10 for the cache (its attention is one SDPA call), and 52 for the embedding, the
-# head's mixture of logistics over 256 values and the draw.
-BUDGET = {"linear": 196, "momentum": 220, "softmax-kv-cache": 156}
+# Kernels launched per generated pixel (neither views nor allocations), MNIST paper model (8 layers, post-LN, ReLU,
+# mixture head), counted as lra_kit.bench.generation.count_ops counts them. The modules' step: 363 operators for
+# linear. The lean step, per layer: LayerNorm ×2, the q/k/v projection, φ (elu, +1), the state update (one
+# baddbmm), the readout (one bmm), the division, the output projection with its bias and the residual, the FFN as
+# two products (the second with its bias and the residual): 11 for linear, 13 for momentum (m, s and z updated
+# apart), 9 for the cache (projection, cache write, SDPA, a copy, output projection); then the final LayerNorm,
+# one embedding_bag (token + position) and 10 for the head, the mixture's probabilities and the draw. The issue's
+# CPU target for linear is 100 (the cache's attention is one SDPA call where the RNN needs five: the cache stays
+# below it).
+BUDGET = {"linear": 100, "momentum": 116, "softmax-kv-cache": 84}
 
 
 @pytest.mark.parametrize("method", list(BUDGET))
-def test_operators_per_generated_pixel(method):
-    """The paper's MNIST model (narrowed: the count does not depend on the width) dispatches at most BUDGET
-    operators per generated pixel, about half what the modules' step dispatches."""
+def test_kernels_per_generated_pixel(method):
+    """The paper's MNIST model (narrowed: the count does not depend on the width) launches at most BUDGET kernels
+    per generated pixel, under half the operators the modules' step dispatches, and no dropout."""
     model = build_generator("mnist", method, overrides={"d_model": 32, "d_ff": 64})
     assert model.cfg.layers == 8 and model.cfg.output == "logistic_mixture"
     lean, modules = count_ops(model, method), count_ops(model, method, lean=False)
-    assert lean["ops_per_pixel"] <= BUDGET[method], lean["by_name"]
-    assert lean["ops_per_pixel"] < 0.62 * modules["ops_per_pixel"]
+    assert lean["kernels_per_pixel"] <= BUDGET[method], lean["by_name"]
+    assert lean["ops_per_pixel"] < 0.5 * modules["ops_per_pixel"]
     assert "dropout" not in lean["by_name"] and "unflatten" not in lean["by_name"]
-    if method == "linear":  # fewer than the cache took through the modules
-        cache = count_ops(build_generator("mnist", "softmax-kv-cache", overrides={"d_model": 32, "d_ff": 64}),
-                          "softmax-kv-cache", lean=False)
-        assert lean["ops_per_pixel"] < cache["ops_per_pixel"]

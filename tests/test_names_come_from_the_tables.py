@@ -53,7 +53,7 @@ SELECTIONS_OF_RECORD = {
     # The GPU campaign's three training steps, which fill its 25-minute budget.
     ("lra_kit/bench/gpu_check.py", "linear, luna, momentum"),
     # The attentions that have a lean decode step (lra_kit.attention.decode.lean_supported), each case a model
-    # configuration the bit-for-bit test compares with the modules' step.
+    # configuration whose tokens and states the tests compare with the modules' step.
     ("tests/test_models_decode.py", "linear, momentum, softmax"),
     # Temperature 0 on one recurrent state and one key/value cache.
     ("tests/test_models_generation.py", "linear, softmax"),

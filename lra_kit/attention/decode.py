@@ -3,13 +3,23 @@
 The modules' ``step`` (:mod:`lra_kit.attention.modules`) is the readable form: three projections,
 split heads, φ, the state update and readout of the paper's equation, merge heads, the output
 projection — about 25 PyTorch operations a layer, each a fresh tensor. The classes here compute the
-same numbers, bit for bit on the CPU, in a dozen operations on buffers allocated once per
-``generate`` call:
+same quantities in a handful of fused operations on buffers allocated once per ``generate`` call.
 
-* one projection for q, k and v (the three weight matrices concatenated once, at the start);
-* φ of q and k in one call, into a buffer laid out (q|k, batch, heads, dim);
-* the state update and the readout of the equation, written in place (``out=`` and ``add_``);
-* no dropout (eval), no dtype round trips, no reshape that copies.
+For the RNNs (Katharopoulos et al. eqs. 16–20; Nguyen et al. eq. 12) the trick is one extra
+feature and one extra value column per head, set up once in the projection's weights:
+
+* v gets a constant 1 appended (a zero weight row, bias 1), so the outer product φ(k)[v 1]ᵀ updates
+  the attention memory s and the normaliser z = Σ φ(k) together: the state is one (D+1) × (D+1)
+  matrix per head, ``[[s, z], [0, ε]]``;
+* q gets a feature whose φ is 1 (a zero weight row, bias 0: elu(0) + 1 = 1), so the readout
+  φ(q)ᵀ[s z] + [0 ε] — numerator and denominator φ(q)·z + ε together — is one batched product;
+* k gets a feature whose φ is 0 (bias −∞: elu(−∞) + 1 = 0), so the update leaves the ε row as it is.
+
+A layer's attention is then: the q/k/v projection, φ (elu, +1), the state update (one ``baddbmm``),
+the readout (one ``bmm``), the division, and the output projection, whose bias rides on a constant-1
+column of the readout's buffer and which adds the residual in the same product. Each of these is the
+paper's arithmetic in another order of summation, so the numbers equal the modules' to rounding (the
+tests check the states and hidden states to 1e-5 and the tokens exactly).
 
 :class:`LinearStep` is the RNN of Katharopoulos et al. eqs. 16–20, :class:`MomentumStep` the
 heavy-ball RNN of Nguyen et al. eq. 12. :class:`CacheStep` is softmax attention with its keys
@@ -17,11 +27,7 @@ and values in a cache preallocated to the sequence length and written in place (
 "stateful softmax", Katharopoulos appendix §C.1).
 
 Every buffer's shape is fixed for the whole call and nothing reads a value back to the host, so a
-step can be captured once as a CUDA graph and replayed (:mod:`lra_kit.models.decode`). Each
-operation is the one the module's step runs, with the same operands in the same order, which is
-what makes the results equal bit for bit (``tests/test_models_decode.py``); the normaliser is
-computed as ``(φ(q)·z).sum() + ε`` as there, not folded into the readout's matrix product, whose
-summation order differs.
+step can be captured once as a CUDA graph and replayed (:mod:`lra_kit.models.decode`).
 """
 from __future__ import annotations
 
@@ -56,105 +62,108 @@ def lean_step(attn, state, *, batch: int, length: int):
     return LinearStep(attn, state, batch=batch)
 
 
-class _Projected:
-    """The fused q/k/v projection and the output projection of a :class:`MultiheadAttention`.
+def with_bias_row(weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """[Wᵀ; bᵀ] (in + 1, out): ``[x 1] @ with_bias_row(W, b)`` is ``x Wᵀ + b``, so a buffer whose last column
+    is a constant 1 carries a Linear's bias into the product, and ``addmm(r, [x 1], ·)`` adds a residual r too."""
+    return torch.cat([weight.detach().t(), bias.detach()[None]])
 
-    The three weight matrices are concatenated once, keeping their (out, in) layout, and used transposed as
-    ``nn.Linear`` uses them: the fused product then equals the three separate ones bit for bit (each output
-    column is the same dot product; measured at widths 16-256 and batches 1-64). A layout that moves v's columns
-    off a multiple of the model width (say, a constant-1 channel per head appended to v, which would carry the
-    normaliser z as one more column of s) changes the blocking of the product and, measured, the last bit of
-    some values: this module keeps the modules' layout instead."""
+
+class _Output:
+    """The output projection W_o (+ b_o), reading a (batch, H·D + 1) buffer whose last column is 1: with a
+    residual r, ``r + out W_oᵀ + b_o`` in one product; without, ``out W_oᵀ + b_o``."""
+
+    def __init__(self, attn, batch: int, width: int):
+        self.weight_aug = with_bias_row(attn.W_o.weight, attn.W_o.bias)
+        self.weight_t, self.bias = attn.W_o.weight.detach().t(), attn.W_o.bias.detach()
+        self.buffer = self.weight_aug.new_ones(batch, width + 1)
+        self.values = self.buffer[:, :width]
+
+    def __call__(self, residual: torch.Tensor | None) -> torch.Tensor:
+        if residual is None:
+            return torch.addmm(self.bias, self.values, self.weight_t)
+        return torch.addmm(residual, self.buffer, self.weight_aug)
+
+
+class _KernelStep:
+    """What the linear and momentum steps share (module docstring): the projection into (q | k | v) blocks of
+    D + 1 per head, φ, the readout with its normaliser, the output projection."""
 
     def __init__(self, attn, batch: int):
         H, D = attn.n_heads, attn.head_dim
-        self.weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
-        self.bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
-        self.weight_t = self.weight.t()
-        self.out_weight_t, self.out_bias = attn.W_o.weight.detach().t(), attn.W_o.bias.detach()
-        self.B, self.H, self.D = batch, H, D
-        self.qkv = self.weight.new_empty(batch, self.weight.shape[0])
+        F1 = D + 1
+        self.B, self.H, self.D, self.eps = batch, H, D, attn.eps
+        self.fn = attn.feature_map.fn
+        self.elu = self.fn is elu_plus_one
+        zero_row = attn.W_q.weight.new_zeros(1, attn.W_q.weight.shape[1])
+        blocks, biases = [], []
+        # per head: q (D) and its constant feature, k (D) and its, v (D) and its constant 1
+        extras = {"q": 0.0, "k": float("-inf"), "v": 1.0}
+        for h in range(H):
+            rows = slice(h * D, (h + 1) * D)
+            for name, proj in (("q", attn.W_q), ("k", attn.W_k), ("v", attn.W_v)):
+                blocks += [proj.weight.detach()[rows], zero_row]
+                biases += [proj.bias.detach()[rows], zero_row.new_full((1,), extras[name])]
+        self.weight_t = torch.cat(blocks).t()  # (d, H·3(D+1))
+        self.bias = torch.cat(biases)
+        self.qkv = self.bias.new_empty(batch, H * 3 * F1)
+        per_head = self.qkv.view(batch * H, 3, F1)
+        self.qk, self.v_row = per_head[:, :2], per_head[:, 2:3]  # (BH, 2, D+1), (BH, 1, D+1)
+        self.phi = self.qkv.new_empty(batch * H, 2, F1)
+        self.phi_q, self.phi_k_col = self.phi[:, 0:1], self.phi[:, 1, :, None]  # (BH, 1, D+1), (BH, D+1, 1)
+        # the state [[s, z], [0, ε]] per head
+        self.state = self.qkv.new_zeros(batch * H, F1, F1)
+        self.state[:, D, D] = self.eps
+        self.s, self.z = self.state[:, :D, :D], self.state[:, :D, D]
+        self.num = self.qkv.new_empty(batch * H, 1, F1)
+        num = self.num.view(batch, H, 1, F1)
+        self.numerator, self.denominator = num[..., :D], num[..., D:]
+        self.out = _Output(attn, batch, H * D)
+        self.out_heads = self.out.values.view(batch, H, 1, D)
 
-    def project(self, x: torch.Tensor) -> None:
-        torch.addmm(self.bias, x, self.weight_t, out=self.qkv)
-
-    def output(self, out_flat: torch.Tensor) -> torch.Tensor:
-        return torch.addmm(self.out_bias, out_flat, self.out_weight_t)
-
-
-class _KernelStep(_Projected):
-    """What the linear and momentum steps share: φ(q), φ(k) into one buffer, the readout, its normaliser."""
-
-    def __init__(self, attn, batch: int):
-        super().__init__(attn, batch)
-        B, H, D = batch, self.H, self.D
-        self.eps, self.fn = attn.eps, attn.feature_map.fn
-        self.one_call = batch == 1 or (H * D) % 64 == 0
-        self.qk = self.qkv[:, :2 * H * D].view(B, 2, H, D).transpose(0, 1)  # (q|k, batch, heads, dim)
-        self.phi = self.qkv.new_empty(2, B, H, D)
-        self.phi_q, self.phi_k = self.phi[0], self.phi[1]  # contiguous (B, H, D) each
-        self.phi_q_rows, self.phi_k_col = self.phi_q.view(B * H, 1, D), self.phi_k[..., None]
-        self.num = self.qkv.new_empty(B * H, 1, D)
-        self.num_heads = self.num.view(B, H, D)
-        self.qz = self.qkv.new_empty(B, H, D)
-        self.den = self.qkv.new_empty(B, H, 1)
-        self.out = self.qkv.new_empty(B, H, D)
-        self.out_flat = self.out.view(B, H * D)
+    def load(self, s: torch.Tensor, z: torch.Tensor) -> None:
+        """Continue from the module's s (B, H, D, D) and z (B, H, D)."""
+        self.s.copy_(s.reshape(self.B * self.H, self.D, self.D))
+        self.z.copy_(z.reshape(self.B * self.H, self.D))
 
     def feature_map(self) -> None:
-        """φ of q and k: elu(x) + 1 (eq. 7) written in place, or the map's own function.
-
-        One call maps q and k of every batch row when that visits the values in the same runs as the modules'
-        step, which maps q and k each as one contiguous (batch, heads, dim) block: ATen's CPU loops take a
-        transcendental function's vectorised form on whole pairs of SIMD vectors and its scalar form on the rest
-        of a run, and the two can differ in the last bit. Rows of a width divisible by 64 are whole pairs on
-        every instruction set (32 floats on AVX-512); otherwise, with more than one row, q and k are copied into
-        contiguous blocks and mapped one block at a time."""
-        if self.fn is not elu_plus_one:
-            self.phi.copy_(self.fn(self.qk))
-        elif self.one_call:
+        """φ of q and k with their constant features (eq. 7: elu(x) + 1, in place), or the map's own function
+        (whose values at the constant features are then set: 1 for q, 0 for k)."""
+        if self.elu:
             torch._C._nn.elu(self.qk, out=self.phi)
             self.phi.add_(1.0)
         else:
-            self.phi.copy_(self.qk)
-            F.elu_(self.phi_q)
-            F.elu_(self.phi_k)
-            self.phi.add_(1.0)
+            self.phi.copy_(self.fn(self.qk))
+            self.phi[:, :, self.D] = self.phi.new_tensor([1.0, 0.0])
 
-    def readout(self, s_rows: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """φ(q)ᵀs / (φ(q)·z + ε) (eq. 20; Nguyen eq. 12's v̂), then the output projection."""
-        torch.bmm(self.phi_q_rows, s_rows, out=self.num)
-        torch.mul(self.phi_q, z, out=self.qz)
-        torch.sum(self.qz, -1, keepdim=True, out=self.den)
-        self.den.add_(self.eps)
-        torch.div(self.num_heads, self.den, out=self.out)
-        return self.output(self.out_flat)
+    def readout(self, residual: torch.Tensor | None) -> torch.Tensor:
+        """φ(q)ᵀs / (φ(q)·z + ε) (eq. 20; Nguyen eq. 12's v̂), then the output projection (+ the residual)."""
+        torch.bmm(self.phi_q, self.state, out=self.num)
+        torch.div(self.numerator, self.denominator, out=self.out_heads)
+        return self.out(residual)
+
+    def _reshaped(self, t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(self.B, self.H, *t.shape[1:]).clone()
 
 
 class LinearStep(_KernelStep):
-    """Katharopoulos et al. eqs. 16–20: s_i = s_{i−1} + φ(k_i)v_iᵀ, z_i = z_{i−1} + φ(k_i), then the readout."""
+    """Katharopoulos et al. eqs. 16–20: s_i = s_{i−1} + φ(k_i)v_iᵀ and z_i = z_{i−1} + φ(k_i) in one outer
+    product (φ(k_i)[v_i 1]ᵀ), then the readout."""
 
     def __init__(self, attn: LinearAttention, state, *, batch: int):
         super().__init__(attn, batch)
-        B, H, D = batch, self.H, self.D
-        self.v = self.qkv[:, 2 * H * D:].view(B, H, 1, D)
-        self.s, self.z = (t.detach().clone().contiguous() for t in state)
-        self.s_rows = self.s.view(B * H, D, -1)
-        self.outer = torch.empty_like(self.s)
+        self.load(*state)
 
-    def __call__(self, x: torch.Tensor, ctx=None) -> torch.Tensor:
-        self.project(x)
+    def __call__(self, x: torch.Tensor, ctx=None, residual: torch.Tensor | None = None) -> torch.Tensor:
+        torch.addmm(self.bias, x, self.weight_t, out=self.qkv)
         self.feature_map()
-        torch.mul(self.phi_k_col, self.v, out=self.outer)
-        self.s.add_(self.outer)  # eq. 18
-        self.z.add_(self.phi_k)  # eq. 19
-        return self.readout(self.s_rows, self.z)
+        self.state.baddbmm_(self.phi_k_col, self.v_row)  # eqs. 18-19
+        return self.readout(residual)
 
-    def state(self):
+    def state_tuple(self):
         """The module's :class:`~lra_kit.attention.linear.LinearState` (copies)."""
         from lra_kit.attention.linear import LinearState
 
-        return LinearState(self.s.clone(), self.z.clone())
+        return LinearState(self._reshaped(self.s), self._reshaped(self.z))
 
 
 class MomentumStep(_KernelStep):
@@ -162,60 +171,63 @@ class MomentumStep(_KernelStep):
 
     def __init__(self, attn: MomentumAttention, state, *, batch: int):
         super().__init__(attn, batch)
-        B, H, D = batch, self.H, self.D
+        s, m, z = state
+        self.load(s, z)
         self.beta, self.gamma = attn.beta, attn.gamma
-        self.v = self.qkv[:, 2 * H * D:].view(B, H, 1, D)
-        self.s, self.m, self.z = (t.detach().clone().contiguous() for t in state)
-        self.s_rows = self.s.view(B * H, D, -1)
-        self.outer = torch.empty_like(self.s)
+        self.m = self.qkv.new_zeros(batch * self.H, self.D + 1, self.D)  # row D (k's constant feature) stays 0
+        self.m[:, :self.D].copy_(m.reshape(batch * self.H, self.D, self.D))
+        self.m_into_s = self.state[:, :, :self.D]
+        self.z_col, self.v = self.state[:, :, self.D:], self.v_row[..., :self.D]
 
-    def __call__(self, x: torch.Tensor, ctx=None) -> torch.Tensor:
-        self.project(x)
+    def __call__(self, x: torch.Tensor, ctx=None, residual: torch.Tensor | None = None) -> torch.Tensor:
+        torch.addmm(self.bias, x, self.weight_t, out=self.qkv)
         self.feature_map()
-        self.m.mul_(self.beta)
-        torch.mul(self.phi_k_col, self.v, out=self.outer)
-        self.m.sub_(self.outer)  # m = βm − φ(k)vᵀ
-        torch.mul(self.m, self.gamma, out=self.outer)
-        self.s.sub_(self.outer)  # s = s − γm
-        self.z.add_(self.phi_k)
-        return self.readout(self.s_rows, self.z)
+        self.m.baddbmm_(self.phi_k_col, self.v, beta=self.beta, alpha=-1.0)  # m = βm − φ(k)vᵀ
+        self.m_into_s.add_(self.m, alpha=-self.gamma)  # s = s − γm
+        self.z_col.add_(self.phi_k_col)  # z = z + φ(k)
+        return self.readout(residual)
 
-    def state(self):
+    def state_tuple(self):
         from lra_kit.attention.momentum import MomentumState
 
-        return MomentumState(self.s.clone(), self.m.clone(), self.z.clone())
+        return MomentumState(self._reshaped(self.s), self._reshaped(self.m[:, :self.D]), self._reshaped(self.z))
 
 
-class CacheStep(_Projected):
+class CacheStep:
     """Softmax attention with a key/value cache preallocated to ``length`` positions and written in place.
 
     Each step writes its key and value at position ``ctx.position`` (a one-element tensor) and attends over the
-    first ``ctx.span`` positions: exactly the positions so far on the CPU (so the result is the module's, bit for
-    bit), a fixed bucket on CUDA with ``ctx.mask`` hiding the positions not yet written (a captured graph has
-    fixed shapes)."""
+    first ``ctx.span`` positions: exactly the positions so far on the CPU, a fixed bucket on CUDA with
+    ``ctx.mask`` hiding the positions not yet written (a captured graph has fixed shapes)."""
 
     def __init__(self, attn: SoftmaxAttention, state: KVCache, *, batch: int, length: int):
-        super().__init__(attn, batch)
-        B, H, D = batch, self.H, self.D
+        H, D = attn.n_heads, attn.head_dim
+        self.B, self.H, self.D = batch, H, D
         n = state.k.shape[2]
         if n > length:
             raise ValueError(f"length ({length}) must be >= the cached positions ({n})")
-        self.q = self.qkv[:, :H * D].view(B, H, 1, D)
-        self.kv = self.qkv[:, H * D:].view(B, 2, H, 1, D)
-        self.cache = self.qkv.new_empty(B, 2, H, length, D)
+        weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
+        self.weight_t = weight.t()
+        self.bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
+        self.qkv = weight.new_empty(batch, weight.shape[0])
+        self.q = self.qkv[:, :H * D].view(batch, H, 1, D)
+        self.kv = self.qkv[:, H * D:].view(batch, 2, H, 1, D)
+        self.cache = self.qkv.new_empty(batch, 2, H, length, D)
         self.cache[:, 0, :, :n], self.cache[:, 1, :, :n] = state.k, state.v
         self.keys, self.values = self.cache[:, 0], self.cache[:, 1]
+        self.out = _Output(attn, batch, H * D)
+        self.out_heads = self.out.values.view(batch, H, 1, D)
 
-    def __call__(self, x: torch.Tensor, ctx) -> torch.Tensor:
-        self.project(x)
+    def __call__(self, x: torch.Tensor, ctx, residual: torch.Tensor | None = None) -> torch.Tensor:
+        torch.addmm(self.bias, x, self.weight_t, out=self.qkv)
         self.cache.index_copy_(3, ctx.position, self.kv)
-        out = F.scaled_dot_product_attention(self.q, self.keys[:, :, :ctx.span], self.values[:, :, :ctx.span],
-                                             attn_mask=ctx.mask)
-        return self.output(out.view(self.B, -1))
+        self.out_heads.copy_(F.scaled_dot_product_attention(self.q, self.keys[:, :, :ctx.span],
+                                                            self.values[:, :, :ctx.span], attn_mask=ctx.mask))
+        return self.out(residual)
 
-    def state(self, length: int) -> KVCache:
+    def state_tuple(self, length: int) -> KVCache:
         """The module's :class:`~lra_kit.attention.modules.KVCache` of the first ``length`` positions (copies)."""
         return KVCache(self.keys[:, :, :length].clone(), self.values[:, :, :length].clone())
 
 
-__all__ = ["CacheStep", "LinearStep", "MomentumStep", "lean_step", "lean_supported"]
+__all__ = ["CacheStep", "LinearStep", "MomentumStep", "lean_step", "lean_supported", "with_bias_row"]

@@ -29,7 +29,8 @@ Operators per pixel: each row counts the ATen operators one generated pixel disp
 operator such as ``aten.linear`` is one call), as the difference between 12 and 4 generated pixels
 divided by 8, on the eager step (the one a CUDA graph captures). ``ops_per_pixel`` counts every
 operator; ``views_per_pixel`` those of them whose schema returns an alias of an input (views, slices,
-``to`` to the same dtype), which launch no kernel.
+``to`` to the same dtype), which launch no kernel; ``kernels_per_pixel`` those that are neither views nor
+allocations (``empty`` and the like): on a GPU, one launch each (``lra_kit.bench.dispatch.KernelCounter``).
 
 Timing a whole image of the uncached softmax is the expensive part (each step re-reads the whole
 prefix, so step i costs more than step i − 1). It is generated in chunks of 8 pixels until the image
@@ -71,14 +72,15 @@ PIXELS = {name: task_spec(name).length for name in task_names(suite="pixels")}
 # The papers' row names in appendix Table 5 for our methods (lra_kit.paper_numbers).
 PAPER_ROW = {"softmax": "Softmax", "softmax-kv-cache": "Stateful-softmax", "linear": "Linear (ours)"}
 TINY = {"layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64}  # a smoke-test model (--tiny)
-MAX_BATCH = {"cpu": 16, "cuda": 1024}  # --largest-batch doubles up to this (--max-batch)
+MAX_BATCH = {"cpu": 16, "cuda": 8192}  # --largest-batch doubles up to this (--max-batch); 1024 capped the H200 run
 SOFTMAX_CHUNK = 8  # pixels per generate() call of the uncached softmax, between budget checks
 PILOT_PIXELS = 16  # the pilot that sizes a budgeted run of the other methods
 COUNT_PIXELS = (4, 12)  # operators per pixel: (count at 12 pixels − count at 4) / 8
 OPS_COUNTED = ("ATen operators reaching a TorchDispatchMode around generate() (torch.inference_mode(): a "
                "composite such as aten.linear is one), per generated pixel: (count at 12 pixels - count at 4) / 8, "
                "on the eager step; views_per_pixel: those whose schema returns an alias of an input (views, "
-               "slices, to() to the same dtype), no kernel launched")
+               "slices, to() to the same dtype), no kernel launched; kernels_per_pixel: neither views nor "
+               "allocations (lra_kit.bench.dispatch.KernelCounter), a launch each on a GPU")
 
 
 def _attention_of(method: str) -> str:
@@ -106,7 +108,8 @@ def _generate(model: CausalLM, method: str, prompt: torch.Tensor, pixels: int, g
 
 def count_ops(model: CausalLM, method: str, *, lean: bool = True, device="cpu") -> dict:
     """ATen operators per generated pixel at batch 1 (see the module docstring): ``ops_per_pixel``,
-    ``views_per_pixel`` and ``by_name`` (every operator's count per pixel)."""
+    ``views_per_pixel``, ``kernels_per_pixel`` (neither views nor allocations: on a GPU, a launch each) and
+    ``by_name`` (every operator's count per pixel)."""
     prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
 
@@ -122,8 +125,9 @@ def count_ops(model: CausalLM, method: str, *, lean: bool = True, device="cpu") 
     n = many - few
     by_name = {name: (b.ops[name] - a.ops[name]) / n for name in sorted(set(a.ops) | set(b.ops))}
     views = sum(b.views.values()) - sum(a.views.values())
+    kernels = sum(b.kernels.values()) - sum(a.kernels.values())
     return {"ops_per_pixel": (sum(b.ops.values()) - sum(a.ops.values())) / n, "views_per_pixel": views / n,
-            "by_name": {k: v for k, v in by_name.items() if v}}
+            "kernels_per_pixel": kernels / n, "by_name": {k: v for k, v in by_name.items() if v}}
 
 
 def _time_method(model: CausalLM, method: str, batch: int, pixels: int, device, budget_s: float | None,
@@ -162,9 +166,9 @@ def _lean_within(model: CausalLM, prompt: torch.Tensor, pixels: int, generator, 
     with torch.inference_mode():
         h, states = model.encoder.prefill(model.embed(prompt))
         decoder = Decoder(model, prompt, pixels, states, generator=generator,
-                          cache_bucket=CACHE_BUCKET if graphs else 1)
-        decoder.sample(h[:, -1])
-        done = 1 + run_steps(decoder, pixels - 1, cuda_graph=graphs, deadline=start + budget_s)
+                          cache_bucket=CACHE_BUCKET if graphs else 1, graph=graphs)
+        decoder.first(h[:, -1])
+        done = 1 + run_steps(decoder, pixels - 1, deadline=start + budget_s)
     synchronize(device)
     return time.perf_counter() - start, done
 
@@ -240,8 +244,8 @@ def _fits(task: str, method: str, batch: int, device, overrides) -> bool:
             else:
                 h, states = model.encoder.prefill(model.embed(prompt))
                 decoder = Decoder(model, prompt, total, states)
-                decoder.sample(h[:, -1])
-                decoder.step(decoder.span(1))
+                decoder.first(h[:, -1])
+                decoder.step(1)
         synchronize(device)
         return True
     except torch.OutOfMemoryError:
@@ -350,19 +354,19 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
 
 def _flat_counts(counts: dict) -> dict:
     out = {"ops_per_pixel": counts["ops"]["ops_per_pixel"], "views_per_pixel": counts["ops"]["views_per_pixel"],
-           "ops_by_name": counts["ops"]["by_name"]}
+           "kernels_per_pixel": counts["ops"]["kernels_per_pixel"], "ops_by_name": counts["ops"]["by_name"]}
     if "modules_ops" in counts:
-        out["modules_ops_per_pixel"] = counts["modules_ops"]["ops_per_pixel"]
-        out["modules_views_per_pixel"] = counts["modules_ops"]["views_per_pixel"]
+        for key in ("ops_per_pixel", "views_per_pixel", "kernels_per_pixel"):
+            out[f"modules_{key}"] = counts["modules_ops"][key]
     return out
 
 
 def format_table(rows: list[dict]) -> str:
     lines = [f"{'task':8} {'method':17} {'batch':>5} {'timed':>10} {'s/image':>10} {'images/s':>9} {'ms/pixel':>9} "
-             f"{'÷ linear':>8} {'ops/px':>7} {'modules':>16}"]
+             f"{'÷ linear':>8} {'ops/px':>7} {'kern/px':>7} {'modules':>16}"]
     for r in rows:
         bound = {"none": "", "lower bound": " ≥", "estimate": " ~"}[r["extrapolation"]]
-        ops = f"{r['ops_per_pixel']:>7.0f}" if "ops_per_pixel" in r else f"{'':>7}"
+        ops = " ".join(f"{r[k]:>7.0f}" if k in r else f"{'':>7}" for k in ("ops_per_pixel", "kernels_per_pixel"))
         ref = ""
         if "modules" in r:
             ref = f" {r['modules']['ms_per_pixel']:>7.2f} ms/px ×{r['lean_speedup']:.2f}"

@@ -86,10 +86,10 @@ class CausalLM(nn.Module):
         (the O(n²) reference).
 
         ``lean=True`` (linear, momentum and softmax layers in float32/64) runs each step as
-        ``lra_kit.models.decode.Decoder``: the same numbers as the modules' ``step`` (bit for
-        bit on the CPU, so the same tokens for the same generator) in far fewer operations, on
-        buffers allocated once; on CUDA with ``cuda_graph=True`` the step is captured once as a CUDA
-        graph and replayed per position. ``lean=False`` steps through the modules (``Encoder.step``),
+        ``lra_kit.models.decode.Decoder``: the numbers of the modules' ``step`` to rounding (the same
+        tokens for the same generator, tested) in far fewer kernels, on buffers allocated once; on
+        CUDA with ``cuda_graph=True`` the step is captured once as a CUDA graph and replayed per
+        position. ``lean=False`` steps through the modules (``Encoder.step``),
         the readable reference. Runs under ``torch.inference_mode()``; the tokens returned are an
         ordinary tensor.
 

@@ -3,19 +3,28 @@ embedding, every layer, the head and the sampler — on buffers allocated once p
 
 Katharopoulos et al. §3.4 (eqs. 16–20): a causal linear transformer is an RNN, so generating a token costs
 the same at every position. The modules' ``step`` methods (``Encoder.step``) compute that step readably;
-:class:`Decoder` computes the same numbers — bit for bit on the CPU, which the tests check against
-``generate(lean=False)`` — with far fewer PyTorch operations (the layers' attention steps are
-:mod:`lra_kit.attention.decode`'s): no dropout calls in eval, no dtype round trips, no per-step views or
-reshapes, the q/k/v projections fused, and the sampler on the device with the caller's generator
-(``torch.multinomial`` on the same probabilities as before, so the generator is consumed exactly as
-before).
+:class:`Decoder` computes the same numbers, to rounding, in about a hundred PyTorch kernels a position for
+the MNIST paper model (the modules' step: about 350):
 
-Everything a step touches has a fixed shape and stays on the device: the tokens, a two-element position
-counter that the step advances itself, the layers' states. On CUDA, :func:`generate` therefore captures
-the step once as a CUDA graph (``torch.cuda.CUDAGraph``) and replays it per position; the CPU runs the
-very same :meth:`Decoder.step` eagerly. The key/value cache is the one shape that grows: on the CPU each
-step attends over exactly the positions so far; on CUDA over a bucket of ``CACHE_BUCKET`` positions,
-the ones not yet written masked out, with one graph per bucket.
+* each layer's attention is a handful of fused operations (:mod:`lra_kit.attention.decode`);
+* every bias rides on a constant-1 column of the buffer its product reads
+  (:func:`~lra_kit.attention.decode.with_bias_row`), and the residual enters the same product
+  (``addmm(x, [f 1], [W₂ᵀ; b₂])`` is x + FFN(x)): no separate additions;
+* no dropout calls (eval), no dtype round trips, no reshapes that copy;
+* the mixture-of-logistics head is sampled from its probabilities
+  (:class:`~lra_kit.models.mixture.MixtureProbabilities`: nine operations where the log-pmf takes thirty),
+  on the device, with the caller's generator and ``torch.multinomial`` as before.
+
+The tokens are the modules' tokens — the tests compare them exactly, greedy and sampled, for every
+attention and head — since a draw changes only when the generator's number falls within the rounding
+(about 1e-7) of a boundary between two values' probabilities.
+
+On the CPU the step runs eagerly and addresses the position it reads with a Python int (views of the
+token and position tables, nothing launched for it). On CUDA, :func:`generate` captures the step once as a
+CUDA graph (``torch.cuda.CUDAGraph``) and replays it per position: every buffer then has a fixed address,
+and the position is a two-element counter on the device that the step advances itself. The key/value
+cache is the one shape that grows: on the CPU each step attends over exactly the positions so far; on CUDA
+over a bucket of ``CACHE_BUCKET`` positions, the ones not yet written masked out, one graph per bucket.
 """
 from __future__ import annotations
 
@@ -26,9 +35,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lra_kit.attention.decode import CacheStep, lean_step, lean_supported
+from lra_kit.attention.decode import CacheStep, lean_step, lean_supported, with_bias_row
 from lra_kit.models.layers import Carry, TransformerLayer
-from lra_kit.models.mixture import logistic_mixture_log_pmf
+from lra_kit.models.mixture import MixtureProbabilities
 
 CACHE_BUCKET = 128  # on CUDA, a captured cache step attends over a multiple of this many positions
 
@@ -56,10 +65,10 @@ def _norm_args(norm: nn.Module):
 
 
 class LeanLayer:
-    """One :class:`TransformerLayer` on a lean attention step: the same operations as its ``step``, minus dropout
-    (eval) and with the FFN's first product and ReLU in one call (``torch._addmm_activation``)."""
+    """One :class:`TransformerLayer` on a lean attention step, dropout left out (eval): attention, connection,
+    FFN and the two LayerNorms, with the residual additions and the biases inside the products."""
 
-    def __init__(self, layer: TransformerLayer, attention):
+    def __init__(self, layer: TransformerLayer, attention, batch: int):
         cfg = layer.cfg
         self.layer, self.attention = layer, attention
         self.pre, self.residual = cfg.norm == "pre", cfg.connection == "residual"
@@ -67,24 +76,30 @@ class LeanLayer:
         first, act, second = layer.ff[0], layer.ff[1], layer.ff[3]
         self.relu = isinstance(act, nn.ReLU)
         self.w1_t, self.b1 = first.weight.detach().t(), first.bias.detach()
-        self.w2_t, self.b2 = second.weight.detach().t(), second.bias.detach()
+        self.w2_aug = with_bias_row(second.weight, second.bias)
+        self.hidden = self.b1.new_ones(batch, self.b1.shape[0] + 1)  # [f 1]
+        self.f = self.hidden[:, :-1]
 
-    def ffn(self, h: torch.Tensor) -> torch.Tensor:
+    def ffn(self, h: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        """residual + W₂ act(W₁h + b₁) + b₂."""
         if self.relu:
-            f = torch._addmm_activation(self.b1, h, self.w1_t)
+            torch._addmm_activation(self.b1, h, self.w1_t, out=self.f)
         else:
-            f = F.gelu(torch.addmm(self.b1, h, self.w1_t))
-        return torch.addmm(self.b2, f, self.w2_t)
+            torch.addmm(self.b1, h, self.w1_t, out=self.f)
+            torch.ops.aten.gelu_(self.f)
+        return torch.addmm(residual, self.hidden, self.w2_aug)
 
     def __call__(self, x: torch.Tensor, carry: Carry, ctx: StepContext):
-        v_hat = self.attention(F.layer_norm(x, *self.norm1) if self.pre else x, ctx)
-        h = x + v_hat if self.residual else self.layer.connect(x, v_hat, carry)
-        if self.pre:
-            out = h + self.ffn(F.layer_norm(h, *self.norm2))
+        a = F.layer_norm(x, *self.norm1) if self.pre else x
+        if self.residual:
+            h, carry = self.attention(a, ctx, residual=x), Carry()  # x + V̂
         else:
-            h = F.layer_norm(h, *self.norm1)
-            out = F.layer_norm(h + self.ffn(h), *self.norm2)
-        return out, Carry(x, v_hat)
+            v_hat = self.attention(a, ctx)
+            h, carry = self.layer.connect(x, v_hat, carry), Carry(x, v_hat)
+        if self.pre:
+            return self.ffn(F.layer_norm(h, *self.norm2), h), carry
+        h = F.layer_norm(h, *self.norm1)
+        return F.layer_norm(self.ffn(h, h), *self.norm2), carry
 
 
 class Decoder:
@@ -92,76 +107,107 @@ class Decoder:
 
     ``prompt`` (batch, n0) and ``states`` (the layers' states after it, from ``Encoder.prefill``) set it up;
     :meth:`sample` draws the first new token from the prompt's last hidden state, then each :meth:`step` embeds
-    the latest token, runs every layer and the head, and draws the next one into :attr:`tokens`."""
+    the latest token, runs every layer and the head, and draws the next one into :attr:`tokens`.
+
+    ``graph=True`` (for CUDA graphs) addresses positions through the device counter; otherwise :meth:`step`
+    and :meth:`sample` take the position read, ``t``, as a Python int."""
 
     def __init__(self, model, prompt: torch.Tensor, max_new_tokens: int, states: list, *, greedy: bool = False,
                  temperature: float = 1.0, generator: torch.Generator | None = None,
-                 cache_bucket: int = 1):
+                 cache_bucket: int = 1, graph: bool = False):
         if not decoder_supported(model):
             raise ValueError("model has a layer without a lean step (see decoder_supported)")
         B, n0 = prompt.shape
         length = n0 + max_new_tokens
-        self.B, self.n0, self.length = B, n0, length
+        self.B, self.n0, self.length, self.graph = B, n0, length, graph
         self.greedy, self.temperature, self.generator = greedy, temperature, generator
-        self.tokens = prompt.new_empty(B, length)
-        self.tokens[:, :n0] = prompt
-        # the position of the token a step reads and of the one it writes, advanced by the step itself
+        self.positions = torch.arange(length, device=prompt.device)
+        # graph: the position of the token a step reads and of the one it writes, advanced by the step itself
         self.counter = torch.tensor([n0 - 1, n0], device=prompt.device)
         self.read, self.write = self.counter[:1], self.counter[1:]
-        self.ids = prompt.new_empty(B, 1)
-        self.ids_flat = self.ids.view(B)
-        self._setup_embedding(model.embed)
-        self.layers = [LeanLayer(layer, lean_step(layer.attn, state, batch=B, length=length))
+        self._setup_embedding(model.embed, prompt)
+        self.layers = [LeanLayer(layer, lean_step(layer.attn, state, batch=B, length=length), B)
                        for layer, state in zip(model.encoder.layers, states, strict=True)]
         self.final_norm = _norm_args(model.encoder.final_norm)
-        self.head_w_t, self.head_b = model.head.weight.detach().t(), model.head.bias.detach()
         self.mixture = model.cfg.output == "logistic_mixture"
-        self.components = model.cfg.mixture_components
+        weight, bias = model.head.weight.detach(), model.head.bias.detach()
+        if self.mixture:
+            K = model.cfg.mixture_components
+            sign = torch.ones_like(bias)
+            sign[2 * K:] = -1  # the head gives −log s_k, which MixtureProbabilities takes
+            weight, bias = weight * sign[:, None], bias * sign
+            self.probabilities = MixtureProbabilities(B, K, dtype=bias.dtype, device=bias.device)
+            self.split = K
+        self.head_w_t, self.head_b = weight.t(), bias
         self.cached = any(isinstance(layer.attention, CacheStep) for layer in self.layers)
         self.cache_bucket = cache_bucket
-        self.positions = torch.arange(length, device=prompt.device)[None, :]
 
-    def _setup_embedding(self, embed) -> None:
-        dtype = embed.tokens.weight.dtype
-        self.token_weight, self.scale, self.position = embed.tokens.weight.detach(), embed.scale, embed.position
-        if self.position == "learned":
-            self.position_table = embed.positions.weight.detach()
-        elif self.position in ("sinusoidal", "sinusoidal_concat"):
-            self.position_table = embed.table.to(dtype)  # converted once, not per step
-        if self.position == "sinusoidal_concat":
-            self.row = self.position_table.new_empty(1, self.position_table.shape[1])
-            self.rows = self.row.expand(self.B, -1)
+    def _setup_embedding(self, embed, prompt: torch.Tensor) -> None:
+        """The token and position tables as one table of V + length rows, so that one ``embedding_bag`` (sum)
+        of the two rows (token, V + position) is ``Embeddings.forward``'s token × scale + position, or
+        [token, position] for concatenated sinusoids (each table padded with zeros to the other's columns)."""
+        tokens = embed.tokens.weight.detach()
+        V, d_tok = tokens.shape
+        if embed.position == "learned":
+            positions = embed.positions.weight.detach()[:self.length]
+        elif embed.position in ("sinusoidal", "sinusoidal_concat"):
+            positions = embed.table[:self.length].to(tokens.dtype)
+        else:
+            positions = tokens.new_zeros(self.length, d_tok)
+        if embed.position == "sinusoidal_concat":
+            tokens = F.pad(tokens, (0, positions.shape[1]))
+            positions = F.pad(positions, (d_tok, 0))
+        self.table = torch.cat([tokens, positions])
+        self.weights = tokens.new_tensor([embed.scale, 1.0]).repeat(self.B) if embed.scale != 1.0 else None
+        self.offsets = torch.arange(0, 2 * self.B, 2, device=prompt.device)
+        # (position, batch, [token, V + position]): the lookup of position t is the view lookup[t]
+        self.lookup = prompt.new_empty(self.length, self.B, 2)
+        self.lookup[:self.n0, :, 0] = prompt.t()
+        self.lookup[:, :, 1] = V + self.positions[:, None]
+        self.ids = self.lookup[self.n0 - 1].clone()  # graph: the lookup the step reads, advanced in place
         self.embed_norm = _norm_args(embed.norm)
 
-    def embed(self) -> torch.Tensor:
-        """The token at position ``read`` and its position, (batch, d) (``Embeddings.forward``)."""
-        torch.index_select(self.tokens, 1, self.read, out=self.ids)
-        x = torch.index_select(self.token_weight, 0, self.ids_flat)
-        if self.scale != 1.0:
-            x = x * self.scale
-        if self.position == "learned" or self.position == "sinusoidal":
-            x = x + torch.index_select(self.position_table, 0, self.read)
-        elif self.position == "sinusoidal_concat":
-            torch.index_select(self.position_table, 0, self.read, out=self.row)
-            x = torch.cat([x, self.rows], dim=-1)
+    @property
+    def tokens(self) -> torch.Tensor:
+        """The prompt and the tokens drawn so far, (batch, length) (a view)."""
+        return self.lookup[:, :, 0].t()
+
+    def embed(self, t: int | None = None) -> torch.Tensor:
+        """The token at position ``t`` (the counter's ``read`` when None) and its position, (batch, d)
+        (``Embeddings.forward``, dropout left out)."""
+        ids = self.ids if t is None else self.lookup[t]
+        x = F.embedding_bag(ids.view(-1), self.table, self.offsets, mode="sum", per_sample_weights=self.weights)
         return x if self.embed_norm is None else F.layer_norm(x, *self.embed_norm)
 
-    def sample(self, h: torch.Tensor) -> None:
-        """Head, log-probabilities and the draw (``CausalLM.log_probs`` and ``_choose``), written at position
-        ``write``; then the counter moves on."""
+    def sample(self, h: torch.Tensor, t: int | None = None) -> None:
+        """Head, probabilities and the draw (``CausalLM.log_probs`` and ``_choose``), written at position
+        ``t + 1`` (the counter's ``write`` when None, which then moves on)."""
         out = torch.addmm(self.head_b, h, self.head_w_t)
+        chosen = (self.ids if t is None else self.lookup[t + 1])[:, :1]
         if self.mixture:
-            log_p = logistic_mixture_log_pmf(out, self.components)
+            K = self.split
+            p = self.probabilities(out[:, :K], out[:, K:2 * K], out[:, 2 * K:])
+            if self.greedy:
+                torch.argmax(p, -1, keepdim=True, out=chosen)
+            else:
+                if self.temperature != 1:
+                    p = p.pow(1.0 / self.temperature)
+                torch.multinomial(p, 1, generator=self.generator, out=chosen)
+        elif self.greedy:
+            torch.argmax(out, -1, keepdim=True, out=chosen)
         else:
-            log_p = F.log_softmax(out if out.dtype == torch.float32 else out.float(), dim=-1)
-        if self.greedy:
-            nxt = log_p.argmax(-1, keepdim=True)
-        else:
+            logits = out if out.dtype == torch.float32 else out.float()
             if self.temperature != 1:
-                log_p = log_p / self.temperature
-            nxt = torch.multinomial(torch.softmax(log_p, dim=-1), 1, generator=self.generator)
-        self.tokens.index_copy_(1, self.write, nxt)
-        self.counter.add_(1)
+                logits = logits / self.temperature
+            torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=self.generator, out=chosen)
+        if t is None:
+            self.lookup[..., 0].index_copy_(0, self.write, chosen.t())
+            self.counter.add_(1)
+            self.ids[:, 1].add_(1)
+
+    def first(self, h_last: torch.Tensor) -> None:
+        """Draw the first new token, at position n0, from the prompt's last hidden state (batch, d)."""
+        self.sample(h_last, None if self.graph else self.n0 - 1)
 
     def span(self, t: int) -> int | None:
         """How many cache positions the step that reads position ``t`` attends over (None without a cache)."""
@@ -171,16 +217,18 @@ class Decoder:
             return t + 1
         return min(self.length, -(-(t + 1) // self.cache_bucket) * self.cache_bucket)
 
-    def step(self, span: int | None = None) -> None:
-        """One position: embed the token at ``read``, every layer, the head, the draw into ``write``."""
+    def step(self, t: int | None = None, span: int | None = None) -> None:
+        """One position: embed the token at ``t`` (the counter's ``read`` when None), every layer, the head,
+        the draw into the next position."""
         mask = None
         if self.cached and self.cache_bucket > 1:
-            mask = self.positions[:, :span] <= self.read
-        ctx = StepContext(self.read, span, mask)
-        x, carry = self.embed(), Carry()
+            mask = self.positions[None, :span] <= self.read
+        position = self.read if t is None else self.positions[t:t + 1]
+        ctx = StepContext(position, span if span is not None or t is None else self.span(t), mask)
+        x, carry = self.embed(t), Carry()
         for layer in self.layers:
             x, carry = layer(x, carry, ctx)
-        self.sample(x if self.final_norm is None else F.layer_norm(x, *self.final_norm))
+        self.sample(x if self.final_norm is None else F.layer_norm(x, *self.final_norm), t)
 
 
 def _past(deadline: float | None, i: int, device: torch.device) -> bool:
@@ -193,10 +241,10 @@ def _past(deadline: float | None, i: int, device: torch.device) -> bool:
     return time.perf_counter() >= deadline
 
 
-def run_steps(decoder: Decoder, steps: int, *, cuda_graph: bool = False, deadline: float | None = None) -> int:
-    """Run up to ``steps`` steps of ``decoder`` (eagerly, or as CUDA graphs); a ``deadline`` stops them early.
-    Returns the number of steps run."""
-    run = _run_cuda_graphs if cuda_graph else _run_eager
+def run_steps(decoder: Decoder, steps: int, *, deadline: float | None = None) -> int:
+    """Run up to ``steps`` steps of ``decoder``: eagerly, or as CUDA graphs for a decoder built with
+    ``graph=True``; a ``deadline`` stops them early. Returns the number of steps run."""
+    run = _run_cuda_graphs if decoder.graph else _run_eager
     return run(decoder, steps, deadline)
 
 
@@ -204,7 +252,7 @@ def _run_eager(decoder: Decoder, steps: int, deadline: float | None = None) -> i
     for i in range(steps):
         if _past(deadline, i, decoder.tokens.device):
             return i
-        decoder.step(decoder.span(decoder.n0 + i))
+        decoder.step(decoder.n0 + i)
     return steps
 
 
@@ -222,7 +270,7 @@ def _run_cuda_graphs(decoder: Decoder, steps: int, deadline: float | None = None
         if graph is None and span not in warmed:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                decoder.step(span)
+                decoder.step(None, span)
             torch.cuda.current_stream().wait_stream(side)
             warmed.add(span)
             continue
@@ -231,7 +279,7 @@ def _run_cuda_graphs(decoder: Decoder, steps: int, deadline: float | None = None
             if decoder.generator is not None:
                 graph.register_generator_state(decoder.generator)
             with torch.cuda.graph(graph, pool=pool):
-                decoder.step(span)  # recorded, not run
+                decoder.step(None, span)  # recorded, not run
             graphs[span] = graph
         graph.replay()
     return steps
@@ -245,9 +293,9 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, h_last: torch.Ten
     steps replay captured graphs; elsewhere they run eagerly (the same :meth:`Decoder.step`)."""
     graphs = cuda_graph and prompt.device.type == "cuda"
     decoder = Decoder(model, prompt, max_new_tokens, states, greedy=greedy, temperature=temperature,
-                      generator=generator, cache_bucket=CACHE_BUCKET if graphs else 1)
-    decoder.sample(h_last)
-    run_steps(decoder, max_new_tokens - 1, cuda_graph=graphs)
+                      generator=generator, cache_bucket=CACHE_BUCKET if graphs else 1, graph=graphs)
+    decoder.first(h_last)
+    run_steps(decoder, max_new_tokens - 1)
     return decoder.tokens
 
 

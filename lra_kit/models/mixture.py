@@ -49,4 +49,38 @@ def logistic_mixture_log_pmf(params: torch.Tensor, components: int) -> torch.Ten
     return torch.logsumexp(torch.log_softmax(logits, dim=-2) + log_mass, dim=-2)
 
 
-__all__ = ["N_BINS", "logistic_mixture_log_pmf", "split_params"]
+class MixtureProbabilities:
+    """The same distribution as :func:`logistic_mixture_log_pmf`, as probabilities, on buffers allocated once
+    (the generation step's sampler, :mod:`lra_kit.models.decode`):
+
+        P(c) = Σ_k π_k [σ((e_{c+1} − μ_k)/s_k) − σ((e_c − μ_k)/s_k)],   π = softmax(logits)
+
+    with the bin edges e_c = 2c/255 − 1 − 1/255 for c = 1..255 and e_0 = −∞, e_256 = +∞ (the edge bins take
+    the tails). Each component's CDF is evaluated once per edge, so the 256 masses are one difference of
+    257 sigmoids, and the mixture one batched product: nine operations a call where the log-pmf takes
+    about thirty. Masses below the log-pmf's 1e-5 threshold are the plain difference here, not the density
+    at the bin's centre: for drawing a value or taking the most likely one only absolute errors matter,
+    and these are below 1e-6 (``tests/test_models_mixture.py`` compares the two)."""
+
+    def __init__(self, batch: int, components: int, *, dtype=torch.float32, device=None):
+        self.K = components
+        edges = torch.linspace(-1.0, 1.0, N_BINS, dtype=dtype, device=device) - 1.0 / (N_BINS - 1)
+        edges[0] = float("-inf")
+        self.edges = torch.cat([edges, edges.new_full((1,), float("inf"))])  # (257,)
+        self.inv_s = self.edges.new_empty(batch, components, 1)
+        self.cdf = self.edges.new_empty(batch, components, N_BINS + 1)
+        self.mass = self.edges.new_empty(batch, components, N_BINS)
+        self.probs = self.edges.new_empty(batch, 1, N_BINS)
+
+    def __call__(self, logits: torch.Tensor, means: torch.Tensor, neg_log_scales: torch.Tensor) -> torch.Tensor:
+        """(batch, K) each → P (batch, 256). ``neg_log_scales``: −log s_k (its clamp at −7 is applied here)."""
+        torch.clamp_max(neg_log_scales[..., None], -MIN_LOG_SCALE, out=self.inv_s)
+        self.inv_s.exp_()  # 1/s_k
+        torch.sub(self.edges, means[..., None], out=self.cdf)
+        self.cdf.mul_(self.inv_s).sigmoid_()
+        torch.sub(self.cdf[..., 1:], self.cdf[..., :-1], out=self.mass)
+        torch.bmm(torch.softmax(logits, dim=-1)[:, None], self.mass, out=self.probs)
+        return self.probs[:, 0]
+
+
+__all__ = ["N_BINS", "MixtureProbabilities", "logistic_mixture_log_pmf", "split_params"]
