@@ -232,35 +232,77 @@ def mnist_row(results: Path) -> list[str]:
             f"(`lra_kit.claims.mnist_claims`): {claims}"]
 
 
-def generation_bench_row(results: Path) -> list[str]:
-    """Katharopoulos appendix Table 5: seconds per generated image over linear attention's, beside the paper's
-    CPU column (``results/bench/generation-cpu.json``)."""
+def _generation_over_linear(record: dict, column: str) -> str:
+    """Seconds per image at batch 1 ÷ linear attention's, per task, with appendix Table 5's ratio from ``column``
+    ("Seconds (CPU)" or "Seconds (GPU)") beside each method the paper has."""
     from lra_kit.bench.generation import PAPER_ROW
     from lra_kit.paper_numbers import KATHAROPOULOS_TABLE5_CIFAR10, KATHAROPOULOS_TABLE5_MNIST
 
-    record = _read(results / "bench" / "generation-cpu.json")
-    head = ["Katharopoulos appendix Table 5 (seconds per image, batch 1, CPU)",
-            _page("image_generation", "image generation"), "the papers' model sizes, one thread "
-            "(`results/bench/generation-cpu.json`)"]
-    if record is None:
-        return [*head, "not recorded yet: `lra-kit bench generation`"]
     label = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "momentum": "momentum"}
     parts = []
     tables = {"mnist": ("MNIST", KATHAROPOULOS_TABLE5_MNIST), "cifar10": ("CIFAR-10", KATHAROPOULOS_TABLE5_CIFAR10)}
     for task, (title, table) in tables.items():
-        base = table.value(PAPER_ROW["linear"], "Seconds (CPU)")
+        base = table.value(PAPER_ROW["linear"], column)
         cells = []
         for r in (r for r in record["metrics"]["rows"] if r["task"] == task and r["batch"] == 1):
             if r["method"] not in label:
                 continue
             bound = {"none": "", "lower bound": "≥ ", "estimate": "~"}[r["extrapolation"]]
-            paper = (f" (paper {_sig(table.value(PAPER_ROW[r['method']], 'Seconds (CPU)') / base)})"
+            paper = (f" (paper {_sig(table.value(PAPER_ROW[r['method']], column) / base)})"
                      if r["method"] in PAPER_ROW else "")
             cells.append(f"{label[r['method']]} {bound}{_sig(r['time_over_linear'])}{paper}")
         if cells:
             parts.append(f"{title}: " + ", ".join(cells))
-    return [*head, "time per image ÷ linear attention's: " + "; ".join(parts)
-            + " (≥: a lower bound, a prefix of the image timed)"]
+    return "; ".join(parts)
+
+
+def _generation_largest(record: dict) -> str:
+    """Linear attention's images/s at the largest batch searched, per task, and the key/value cache's time per
+    image ÷ linear's there ("~" an estimate; "≤"/"≥" where a prefix of the image was timed)."""
+    titles = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
+    largest = {(r["task"], r["method"]): r for r in record["metrics"]["rows"] if r.get("batch_search") == "largest"}
+    cells = []
+    for task, title in titles.items():
+        lin, cache = largest.get((task, "linear")), largest.get((task, "softmax-kv-cache"))
+        if lin is None:
+            continue
+        mark = {"none": "", "lower bound": "≤ ", "estimate": "~"}[lin["extrapolation"]]
+        text = f"{title} {mark}{_sig(lin['images_per_s'])} at batch {lin['batch']:,}"
+        if cache is not None and cache["batch"] == lin["batch"]:
+            bound = {"none": "", "lower bound": "≥ ", "estimate": "~"}[cache["extrapolation"]]
+            text += f" ({bound}{_sig(cache['time_over_linear'])})"
+        cells.append(text)
+    if not cells:
+        return ""
+    cap = record["config"].get("largest_batch", {}).get("max_batch")
+    return ("linear attention's images/s at the largest batch searched" + (f" (up to {cap:,})" if cap else "")
+            + ", and the key/value cache's time ÷ linear's there: " + ", ".join(cells))
+
+
+def generation_bench_row(results: Path) -> list[str]:
+    """Katharopoulos appendix Table 5: seconds per generated image over linear attention's, at batch 1, beside the
+    paper's CPU column (``results/bench/generation-cpu.json``) and its GPU column (each
+    ``results/bench/generation-<gpu>.json``, with linear attention's images/s at the largest batch searched)."""
+    bench = results / "bench"
+    cpu = _read(bench / "generation-cpu.json")
+    gpus = sorted(p for p in bench.glob("generation-*.json") if p.name != "generation-cpu.json") \
+        if bench.is_dir() else []
+    runs = ["the papers' model sizes: one CPU thread (`results/bench/generation-cpu.json`)"]
+    runs += [f"the {_read(p)['device']} (`results/bench/{p.name}`)" for p in gpus]
+    head = ["Katharopoulos appendix Table 5 (seconds per image, batch 1, CPU and GPU)",
+            _page("image_generation", "image generation"), "; ".join(runs)]
+    if cpu is None and not gpus:
+        return [*head, "not recorded yet: `lra-kit bench generation`"]
+    parts = []
+    if cpu is not None:
+        parts.append("time per image ÷ linear attention's: " + _generation_over_linear(cpu, "Seconds (CPU)"))
+    for path in gpus:
+        record = _read(path)
+        text = f"on the {record['device']}, against the paper's GPU column: " + _generation_over_linear(
+            record, "Seconds (GPU)")
+        largest = _generation_largest(record)
+        parts.append(text + (f"; {largest}" if largest else ""))
+    return [*head, "; ".join(parts) + " (≥: a lower bound, a prefix of the image timed; ~: an estimate)"]
 
 
 def web_row(results: Path) -> list[str]:
@@ -404,6 +446,46 @@ def lra_early_row(results: Path) -> list[str]:
             + ". Controls: " + ("; ".join(controls) if controls else "none recorded yet")]
 
 
+def _length(n: int) -> str:
+    return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
+
+
+def _gpu_attention_headline(path: Path) -> str:
+    """`` (H200, bfloat16, forward + backward: ...)``: the headline of a GPU record of ``lra-kit bench attention``
+    (``results/bench/attention-<gpu>.json``): linear attention's time and peak memory ÷ fla's over the lengths,
+    cuDNN SDPA's time ÷ linear's where its target judges it, momentum's ÷ linear's, and the targets met; "" for any
+    other record."""
+    record = _read(path)
+    if not path.name.startswith("attention-") or record is None or "targets" not in record.get("metrics", {}):
+        return ""
+    ratios = sorted(record["metrics"]["ratios"], key=lambda r: r["length"])
+
+    def span(key: str) -> str | None:
+        have = [(r["length"], r[key]) for r in ratios if r.get(key) is not None]
+        if not have:
+            return None
+        lo, hi = min(v for _, v in have), max(v for _, v in have)
+        values = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
+        return f"{values} at {_length(have[0][0])}–{_length(have[-1][0])}"
+
+    cells = []
+    if (time := span("linear_over_fla")) is not None:
+        memory = span("linear_memory_vs_fla")
+        cells.append(f"linear ÷ fla's time {time}" + (f", peak memory {memory}" if memory else ""))
+    judged = [t for t in record["metrics"]["targets"] if t["met"] is not None]
+    cudnn = next((t for t in judged if t["ratio"] == "cudnn_over_linear"), None)
+    if cudnn is not None:
+        cells.append(f"cuDNN SDPA ÷ linear {cudnn['value']:.2f} at {_length(cudnn['length'])}")
+    if (momentum := span("momentum_over_linear")) is not None:
+        cells.append(f"momentum ÷ linear {momentum}")
+    missed = [f"{t['target'].split(',')[0]} at {_length(t['length'])}: {t['value']:.2f}"
+              for t in judged if not t["met"]]
+    cells.append(f"{len(judged) - len(missed)} of {len(judged)} targets met"
+                 + (f" (missed: {', '.join(missed)})" if missed else ""))
+    card = str(record.get("device_detail", record["device"])).removeprefix("NVIDIA ")
+    return f" ({card}, {record['config']['dtype']}, forward + backward: {'; '.join(cells)})"
+
+
 def speed_row(results: Path) -> list[str]:
     """Katharopoulos Fig. 1, Luna Table 2: the recorded CPU benchmarks' headline ratios."""
     from lra_kit.paper_numbers import LUNA_TABLE2
@@ -438,7 +520,8 @@ def speed_row(results: Path) -> list[str]:
         parts.append(f"a training step of the LRA model at N = {longest:,}, steps/s and peak memory over the "
                      "materialised softmax Transformer's: " + ", ".join(cells))
     gpu = sorted(p.name for p in bench.glob("*.json") if not p.stem.endswith("-cpu")) if bench.is_dir() else []
-    parts.append("GPU timings: " + (", ".join(f"`results/bench/{g}`" for g in gpu) if gpu else "none recorded yet"))
+    parts.append("GPU timings: " + (", ".join(f"`results/bench/{g}`" + _gpu_attention_headline(bench / g)
+                                              for g in gpu) if gpu else "none recorded yet"))
     return ["Katharopoulos Fig. 1, Luna Table 2 and Fig. 1 (speed, memory)", _page("speed_memory", "speed and memory"),
             "`results/bench/attention-cpu.json`, `results/bench/training-cpu.json`", "; ".join(parts)]
 

@@ -137,3 +137,42 @@ def test_cells_stay_short():
     for line in table.splitlines()[2:]:
         words = max(len(cell.split()) for cell in line.strip("|").split(" | "))
         assert words <= 150, line[:80]
+
+
+def test_the_gpu_records_give_the_speed_and_generation_rows_their_headlines(tmp_path):
+    """The speed row reads each results/bench/attention-<gpu>.json (ratios over the lengths, the targets met), the
+    appendix Table 5 row each generation-<gpu>.json beside the paper's GPU column; a changed record changes them."""
+    from lra_kit.paper_numbers import KATHAROPOULOS_TABLE5_MNIST as T5
+
+    bench = tmp_path / "bench"
+    shutil.copytree(RESULTS / "bench", bench)
+    gpus = [p for p in bench.glob("attention-*.json") if p.name != "attention-cpu.json"]
+    if not gpus:
+        pytest.skip("no GPU record of the attention benchmark")
+    record = json.loads(gpus[0].read_text())
+    card = record["device_detail"].removeprefix("NVIDIA ")
+    cell = reports.speed_row(tmp_path)[3]
+    assert f"`results/bench/{gpus[0].name}` ({card}, {record['config']['dtype']}, forward + backward:" in cell
+    judged = [t for t in record["metrics"]["targets"] if t["met"] is not None]
+    assert f"{sum(t['met'] for t in judged)} of {len(judged)} targets met" in cell
+    first = min(record["metrics"]["ratios"], key=lambda r: r["length"])
+    first["linear_over_fla"] = 0.01  # below every other length's
+    for t in record["metrics"]["targets"]:
+        t["met"] = True if t["met"] is not None else None
+    gpus[0].write_text(json.dumps(record))
+    cell = reports.speed_row(tmp_path)[3]
+    assert "linear ÷ fla's time 0.01–" in cell and f"{len(judged)} of {len(judged)} targets met" in cell
+    assert "missed" not in cell.split("GPU timings")[1]
+
+    generation = [p for p in bench.glob("generation-*.json") if p.name != "generation-cpu.json"]
+    if generation:
+        record = json.loads(generation[0].read_text())
+        softmax = next(r for r in record["metrics"]["rows"]
+                       if r["task"] == "mnist" and r["method"] == "softmax" and r["batch"] == 1)
+        softmax["time_over_linear"] = 123.0
+        generation[0].write_text(json.dumps(record))
+        cell = reports.generation_bench_row(tmp_path)[3]
+        gpu_part = cell.split(f"on the {record['device']}, against the paper's GPU column: ")[1]
+        paper = T5.value("Softmax", "Seconds (GPU)") / T5.value("Linear (ours)", "Seconds (GPU)")
+        assert gpu_part.startswith(f"MNIST: softmax 123 (paper {reports._sig(paper)})")
+        assert "images/s at the largest batch searched" in gpu_part
