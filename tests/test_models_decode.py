@@ -81,11 +81,14 @@ def test_lean_states_and_hidden_states_are_the_modules(case, dtype, tol):
             torch.testing.assert_close(a, b, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("scale", [1.0, 2.5], ids=["unscaled", "scaled"])
 @pytest.mark.parametrize("case", [CASES[0], CASES[3]], ids=[IDS[0], IDS[3]])
-def test_device_positions_give_the_host_positions_tokens(case):
+def test_device_positions_give_the_modules_tokens(case, scale):
     """The addressing a CUDA graph needs (graph=True: the position a step reads and writes held in a counter on
-    the device, advanced by the step) gives the tokens of the CPU's eager addressing (a Python int)."""
+    the device, advanced by the step; the embedding gathered and summed, not an embedding_bag) gives the modules'
+    tokens, with the token embedding scaled (embed_scale) or not."""
     model, vocab = lm(*case)
+    model.embed.scale = scale
     prompt = torch.randint(0, vocab, (2, 3), generator=torch.Generator().manual_seed(4))
     want = model.generate(prompt, 20, generator=torch.Generator().manual_seed(7), lean=False)
     with torch.inference_mode():

@@ -165,6 +165,7 @@ class Decoder:
         self.lookup[:self.n0, :, 0] = prompt.t()
         self.lookup[:, :, 1] = V + self.positions[:, None]
         self.ids = self.lookup[self.n0 - 1].clone()  # graph: the lookup the step reads, advanced in place
+        self.rows = self.table.new_empty(2 * self.B, self.table.shape[1])
         self.embed_norm = _norm_args(embed.norm)
 
     @property
@@ -175,8 +176,14 @@ class Decoder:
     def embed(self, t: int | None = None) -> torch.Tensor:
         """The token at position ``t`` (the counter's ``read`` when None) and its position, (batch, d)
         (``Embeddings.forward``, dropout left out)."""
-        ids = self.ids if t is None else self.lookup[t]
-        x = F.embedding_bag(ids.view(-1), self.table, self.offsets, mode="sum", per_sample_weights=self.weights)
+        if t is not None:
+            x = F.embedding_bag(self.lookup[t].view(-1), self.table, self.offsets, mode="sum",
+                                per_sample_weights=self.weights)
+        else:  # the two rows gathered and summed: kernels a captured graph is known to take (no host sync)
+            torch.index_select(self.table, 0, self.ids.view(-1), out=self.rows)
+            if self.weights is not None:
+                self.rows.mul_(self.weights[:, None])
+            x = torch.sum(self.rows.view(self.B, 2, -1), 1)
         return x if self.embed_norm is None else F.layer_norm(x, *self.embed_norm)
 
     def sample(self, h: torch.Tensor, t: int | None = None) -> None:
