@@ -164,6 +164,11 @@ def test_the_lean_step_sentence_reads_the_record():
     assert "milliseconds per pixel from 2.50 to 1.00, 3.50 to 2.00 and 4.50 to 3.00" in sentence
     assert "medians of 3 rounds" in sentence
     assert gt.lean_step_sentence(_record("cpu", rows), "cifar10") is None
+    assert "operators dispatched" in sentence
+    for i, row in enumerate(rows):  # a record that counted kernels (neither views nor allocations) says so
+        row.update(kernels_per_pixel=90 + i, modules_kernels_per_pixel=150 + i)
+    sentence = gt.lean_step_sentence(_record("cpu", rows), "mnist")
+    assert "kernels launched per pixel" in sentence and f"from 150 to 90 ({gt.LABELS[first['method']]})" in sentence
 
 
 def test_live_table_marks_prefix_times_and_misses_no_method():
@@ -172,10 +177,10 @@ def test_live_table_marks_prefix_times_and_misses_no_method():
 
     first, second = METHODS[:2]
     rows = [{"method": first, "pixels_timed": 16, "pixels": 783, "ms_per_pixel": 2.0, "extrapolation": "estimate",
-             "time_over_linear": 1.0, "ops_per_pixel": 196.0},
+             "time_over_linear": 1.0, "ops_per_pixel": 196.0, "kernels_per_pixel": 100.0},
             {"method": second, "pixels_timed": 16, "pixels": 783, "ms_per_pixel": 9.0,
              "extrapolation": "lower bound", "time_over_linear": 4.5}]
     header, cells = live_table(rows)
     assert len(header) == len(cells[0]) == 5
-    assert cells[0] == [first, "16/783", "2.00", "~ 1.00", "196"]
+    assert cells[0] == [first, "16/783", "2.00", "~ 1.00", "100"]
     assert cells[1][3] == "≥ 4.50" and cells[1][4] == "—"

@@ -288,6 +288,9 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
     _check_task(task)
     rows = [r for r in record["metrics"]["rows"] if r["task"] == task and r["batch"] == batch
             and "modules" in r and "modules_ops_per_pixel" in r and "ops_per_pixel" in r]
+    # kernels (neither views nor allocations) where the record counted them, else every operator
+    kernels = bool(rows) and all("modules_kernels_per_pixel" in r and "kernels_per_pixel" in r for r in rows)
+    count, what = ("kernels_per_pixel", "kernels launched") if kernels else ("ops_per_pixel", "operators dispatched")
     rows.sort(key=lambda r: METHODS.index(r["method"]) if r["method"] in METHODS else len(METHODS))
     if not rows:
         return None
@@ -300,8 +303,8 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
     rounds = sorted({len(r.get("rounds_s", [])) or 1 for r in rows})
     medians = "one round" if rounds == [1] else f"medians of {'-'.join(map(str, rounds))} rounds"
     return (f"On {PAPERS[task][0]} at batch {batch}, on the {machine_label(record)}, the lean step in place of the "
-            f"modules' step took the operators dispatched per pixel from "
-            f"{pairs(lambda r: r['modules_ops_per_pixel'], lambda r: r['ops_per_pixel'], 0, True)}, and the "
+            f"modules' step took the {what} per pixel from "
+            f"{pairs(lambda r: r['modules_' + count], lambda r: r[count], 0, True)}, and the "
             f"milliseconds per pixel from "
             f"{pairs(lambda r: r['modules']['ms_per_pixel'], lambda r: r['ms_per_pixel'], 2, False)} "
             f"in the same order ({medians}, over the same pixels).")
@@ -313,9 +316,9 @@ __all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Spee
 
 def live_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """A short live benchmark (``generation.run``) as a table that fits the page: per method, the pixels timed,
-    ms per pixel, time ÷ linear (with the row's mark where only a prefix was timed) and operators per pixel."""
+    ms per pixel, time ÷ linear (with the row's mark where only a prefix was timed) and kernels per pixel."""
     mark = {"none": "", "lower bound": "≥ ", "estimate": "~ "}
     cells = [[r["method"], f"{r['pixels_timed']}/{r['pixels']}", f"{r['ms_per_pixel']:.2f}",
               f"{mark[r['extrapolation']]}{r['time_over_linear']:.2f}",
-              f"{r['ops_per_pixel']:.0f}" if "ops_per_pixel" in r else "—"] for r in rows]
-    return ["method", "pixels timed", "ms/pixel", "÷ linear", "ops/pixel"], cells
+              f"{r['kernels_per_pixel']:.0f}" if "kernels_per_pixel" in r else "—"] for r in rows]
+    return ["method", "pixels timed", "ms/pixel", "÷ linear", "kernels/pixel"], cells
