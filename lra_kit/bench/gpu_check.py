@@ -113,10 +113,11 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, small),
               "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 110),
         # 115 s: 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
-        # method also through the modules' step, and the search for the largest batch
+        # method also through the modules' step, and the search for the largest batch, then up to 1024; the search
+        # now doubles up to 8192 (three more tries a method, each a model built and one step run): 180
         Step("g", "generation benchmark, MNIST and CIFAR-10, batch 1 and the largest that fits",
              (*py, "-m", "lra_kit.bench.generation", "--device", "cuda", "--tasks", "mnist", "cifar10",
-              "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 150),
+              "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 180),
         cuda_tests(3, "float16", 45),  # 33 s
         # estimated: not run yet
         Step("e", "paper-scale copy task, linear attention, as many steps as fit",
