@@ -100,20 +100,26 @@ def test_device_positions_give_the_modules_tokens(case, scale):
     assert torch.equal(decoder.tokens, want)
 
 
-def test_the_captured_cache_step_masks_what_it_has_not_written():
+@pytest.mark.parametrize("greedy", [True, False], ids=["greedy", "sampled"])
+def test_the_captured_cache_step_masks_what_it_has_not_written(greedy):
     """On CUDA a captured cache step attends over a fixed bucket of positions, those not yet written masked out.
-    The same Decoder.step, run here with buckets of 8 and device positions, gives the modules' greedy tokens."""
+    The same Decoder.step, run here with buckets of 8 and of 128 (longer than the sequence) and device positions,
+    gives the modules' tokens: a masked position weighs 0, and holds 0 (a NaN left in memory the cache had not
+    written made the draw fail)."""
     model, vocab = lm(*CASES[5])
     prompt = torch.randint(0, vocab, (2, 3), generator=torch.Generator().manual_seed(4))
-    want = model.generate(prompt, 25, greedy=True, lean=False)
-    with torch.inference_mode():
-        h, states = model.encoder.prefill(model.embed(prompt))
-        decoder = Decoder(model, prompt, 25, states, greedy=True, cache_bucket=8, graph=True)
-        assert [decoder.span(t) for t in (3, 7, 8, 27)] == [8, 8, 16, 28]
-        decoder.first(h[:, -1])
-        for t in range(3, 27):
-            decoder.step(None, decoder.span(t))
-    assert torch.equal(decoder.tokens, want)
+    want = model.generate(prompt, 25, greedy=greedy, generator=torch.Generator().manual_seed(8), lean=False)
+    for bucket in (8, 128):
+        with torch.inference_mode():
+            h, states = model.encoder.prefill(model.embed(prompt))
+            decoder = Decoder(model, prompt, 25, states, greedy=greedy, generator=torch.Generator().manual_seed(8),
+                              cache_bucket=bucket, graph=True)
+            if bucket == 8:
+                assert [decoder.span(t) for t in (3, 7, 8, 27)] == [8, 8, 16, 28]
+            decoder.first(h[:, -1])
+            for t in range(3, 27):
+                decoder.step(None, decoder.span(t))
+        assert torch.equal(decoder.tokens, want), bucket
 
 
 def test_generate_runs_under_inference_mode(monkeypatch):

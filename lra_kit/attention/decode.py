@@ -212,7 +212,9 @@ class CacheStep:
         self.qkv = weight.new_empty(batch, weight.shape[0])
         self.q = self.qkv[:, :H * D].view(batch, H, 1, D)
         self.kv = self.qkv[:, H * D:].view(batch, 2, H, 1, D)
-        self.cache = self.qkv.new_empty(batch, 2, H, length, D)
+        # zeros, not empty: a captured step attends over a masked bucket, and a weight of 0 times a NaN left in
+        # unwritten memory is NaN
+        self.cache = self.qkv.new_zeros(batch, 2, H, length, D)
         self.cache[:, 0, :, :n], self.cache[:, 1, :, :n] = state.k, state.v
         self.keys, self.values = self.cache[:, 0], self.cache[:, 1]
         self.out = _Output(attn, batch, H * D)
