@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from lra_kit.bench import attention, generation, steps, training
+from lra_kit.bench import attention, generation, generation_profile, steps, training
 
 
 def add_parser(subparsers) -> None:
@@ -17,6 +17,10 @@ def add_parser(subparsers) -> None:
                        description=generation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     generation.add_arguments(p)
     p.set_defaults(func=generation.main_from_args)
+    p = sub.add_parser("decode-profile", help="where a generated pixel's time goes: the lean step under the profiler",
+                       description=generation_profile.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    generation_profile.add_arguments(p)
+    p.set_defaults(func=generation_profile.main_from_args)
     p = sub.add_parser("training", help="training steps/s and peak memory of the LRA Text model (Luna Table 2)",
                        description=training.__doc__)
     training.add_arguments(p)

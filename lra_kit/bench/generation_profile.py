@@ -1,0 +1,170 @@
+"""Where a generated pixel's time goes: the lean step (:mod:`lra_kit.models.decode`) under ``torch.profiler``.
+
+    lra-kit bench decode-profile --device cuda --tasks mnist --batches 1 1024
+    python -m lra_kit.bench.generation_profile ...   # the same
+
+The generation benchmark (:mod:`lra_kit.bench.generation`) says how long a pixel takes; this says why. For each
+task, method and batch it runs a few eager steps of the lean step under the profiler and records, per step, the
+kernels launched and the time of each operator (on CUDA the time on the device, summed over the step's kernels;
+on a CPU the operator's own time), the largest first. On CUDA it also times the same step replayed as a CUDA
+graph, with CUDA events: where the graph takes about the sum of its kernels' device time, the step is bound by
+its kernels (their arithmetic or bytes); where it takes much longer, by the gaps between ~100 short kernels.
+
+The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``kernels_per_step``,
+``device_us_per_step`` (CUDA) or ``cpu_us_per_step``, ``graph_us_per_step`` (CUDA), and ``top``: the operators
+that take the most, with their calls and microseconds per step.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from lra_kit.atomic import check_writable
+from lra_kit.bench.device import gpu_slug
+from lra_kit.bench.entry import module_main
+from lra_kit.bench.generation import LEAN, PIXELS, TINY, build_generator
+from lra_kit.bench.timing import synchronize
+from lra_kit.results import device_name, make_results, write_results
+
+TOP = 12  # operators kept per row, the most expensive first
+
+
+def _device_us(event) -> float:
+    # torch renamed cuda → device in these totals; the old name is read where the new one is missing
+    return float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0)))
+
+
+def _decoder(model, batch: int, steps: int, device, graph: bool):
+    from lra_kit.models.decode import CACHE_BUCKET, Decoder
+
+    prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)
+    h, states = model.encoder.prefill(model.embed(prompt))
+    decoder = Decoder(model, prompt, steps + 1, states, generator=torch.Generator(device=device).manual_seed(0),
+                      graph=graph, cache_bucket=CACHE_BUCKET if graph else 1)
+    decoder.first(h[:, -1])
+    return decoder
+
+
+def profile_step(task: str, method: str, batch: int, *, device="cpu", steps: int = 16, warmup: int = 3,
+                 overrides: dict | None = None) -> dict:
+    """One row: ``steps`` eager lean steps of ``method`` at ``batch`` under the profiler (after ``warmup``), and on
+    CUDA the step replayed as a CUDA graph ``steps`` times (module docstring)."""
+    if method not in LEAN:
+        raise ValueError(f"method must be one with a lean step ({', '.join(LEAN)}), got {method!r}")
+    if batch < 1 or steps < 1 or warmup < 0:
+        raise ValueError(f"batch and steps must be >= 1 and warmup >= 0, got {batch}, {steps}, {warmup}")
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    model = build_generator(task, method, overrides=overrides, device=device)
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    with torch.inference_mode():
+        decoder = _decoder(model, batch, warmup + steps, device, graph=False)
+        for t in range(1, 1 + warmup):
+            decoder.step(t)
+        synchronize(device)
+        with torch.profiler.profile(activities=activities) as prof:
+            for t in range(1 + warmup, 1 + warmup + steps):
+                decoder.step(t)
+            synchronize(device)
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    cost = _device_us if cuda else (lambda e: float(e.self_cpu_time_total))
+    top = sorted(events, key=cost, reverse=True)[:TOP]
+    row = {"task": task, "method": method, "batch": batch, "steps": steps,
+           "top": [{"op": e.key.removeprefix("aten::"), "calls_per_step": e.count / steps,
+                    "us_per_step": round(cost(e) / steps, 2)} for e in top]}
+    if cuda:
+        row["device_us_per_step"] = round(sum(_device_us(e) for e in events) / steps, 2)
+        row["kernels_per_step"] = sum(e.count for e in events if _device_us(e) > 0) / steps
+        row["graph_us_per_step"] = round(_graph_us(model, batch, steps, device), 2)
+    else:
+        row["cpu_us_per_step"] = round(sum(cost(e) for e in events) / steps, 2)
+    return row
+
+
+def _graph_us(model, batch: int, steps: int, device) -> float:  # pragma: no cover - GPU
+    """Microseconds per step of the lean step replayed as one CUDA graph, timed with CUDA events."""
+    with torch.inference_mode():
+        decoder = _decoder(model, batch, steps + 2, device, graph=True)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        span = decoder.span(1)  # a key/value cache attends over its first bucket, the unwritten positions masked
+        with torch.cuda.stream(side):
+            decoder.step(None, span)  # the warm-up a capture needs
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        graph.register_generator_state(decoder.generator)
+        with torch.cuda.graph(graph):
+            decoder.step(None, span)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # replays past the end of the buffers would write out of bounds: the decoder was sized for them
+        start.record()
+        for _ in range(steps):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize(device)
+    return start.elapsed_time(end) * 1000 / steps
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tasks", nargs="+", choices=tuple(PIXELS), default=["mnist"])
+    parser.add_argument("--methods", nargs="+", choices=LEAN, default=list(LEAN))
+    parser.add_argument("--batches", type=int, nargs="+", default=[1])
+    parser.add_argument("--steps", type=int, default=16, help="profiled steps per row (after 3 of warm-up)")
+    parser.add_argument("--tiny", action="store_true", help="a 1-layer d=32 model instead of the papers' (tests)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="default results/bench/decode-profile-<gpu>.json (-cpu on a CPU)")
+    parser.add_argument("--no-json", action="store_true", help="print only")
+
+
+def format_rows(rows: list[dict]) -> str:
+    lines = []
+    for r in rows:
+        total = (f"device {r['device_us_per_step']:.0f} µs, graph {r['graph_us_per_step']:.0f} µs, "
+                 f"{r['kernels_per_step']:.0f} kernels" if "device_us_per_step" in r
+                 else f"cpu {r['cpu_us_per_step']:.0f} µs")
+        lines.append(f"{r['task']} {r['method']} batch {r['batch']}: {total} a step")
+        lines += [f"    {t['op']:<28} {t['calls_per_step']:>5.1f} calls {t['us_per_step']:>9.1f} µs" for t in r["top"]]
+    return "\n".join(lines)
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    if any(b < 1 for b in args.batches) or args.steps < 1:
+        raise SystemExit(f"error: --batches and --steps must be >= 1, got {args.batches}, {args.steps}")
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    path = None if args.no_json else (args.json or Path("results") / "bench"
+                                      / f"decode-profile-{gpu_slug(device_name(device))}.json")
+    if path is not None:
+        check_writable(path)
+    start, rows = time.perf_counter(), []
+    for task in args.tasks:
+        for method in args.methods:
+            for batch in args.batches:
+                rows.append(profile_step(task, method, batch, device=device, steps=args.steps,
+                                         overrides=TINY if args.tiny else None))
+                print(format_rows(rows[-1:]), flush=True)
+                if path is not None:  # rewritten after each row: a run stopped at a time limit keeps what it did
+                    config = {"tasks": args.tasks, "methods": args.methods, "batches": args.batches,
+                              "steps": args.steps, "warmup": 3, "tiny": args.tiny,
+                              "step": "lra_kit.models.decode.Decoder.step, eager under torch.profiler; "
+                                      "on CUDA also replayed as one CUDA graph (CUDA events)"}
+                    write_results(make_results(metrics={"rows": rows}, config=config, scale="benchmark",
+                                               steps=args.steps, seed=0, wall_s=time.perf_counter() - start,
+                                               device=device, experiment="bench/decode-profile"), str(path))
+    if path is not None:
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    return module_main("python -m lra_kit.bench.generation_profile", __doc__, add_arguments, main_from_args, argv)
+
+
+__all__ = ["profile_step", "format_rows"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""The lean step's profile (lra_kit.bench.generation_profile), on the CPU: the record a GPU campaign writes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lra_kit.bench.generation import LEAN, TINY
+from lra_kit.bench.generation_profile import TOP, main, profile_step
+
+
+def test_a_row_names_the_operators_that_take_the_most():
+    row = profile_step("mnist", LEAN[-1], 2, steps=3, overrides=TINY)
+    assert {"task", "method", "batch", "steps", "top", "cpu_us_per_step"} <= set(row)
+    top = row["top"]
+    assert 0 < len(top) <= TOP and all(t["calls_per_step"] > 0 for t in top)
+    cost = [t["us_per_step"] for t in top]
+    assert cost == sorted(cost, reverse=True)
+    assert "addmm" in {t["op"] for t in top}  # the projections: a layer's biggest products
+    assert sum(cost) <= row["cpu_us_per_step"] + 1e-6
+
+
+@pytest.mark.parametrize("kwargs,match", [({"method": "softmax"}, "lean step"), ({"batch": 0}, ">= 1")])
+def test_bad_arguments(kwargs, match):
+    args = {"task": "mnist", "method": LEAN[0], "batch": 1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        profile_step(args.pop("task"), args.pop("method"), args.pop("batch"), **args)
+
+
+def test_cli_writes_a_record(tmp_path):
+    path = tmp_path / "profile.json"
+    assert main(["--device", "cpu", "--tiny", "--methods", *LEAN[:1], "--batches", "1", "2", "--steps", "2",
+                 "--json", str(path)]) == 0
+    record = json.loads(path.read_text())
+    assert record["device"] == "cpu" and record["experiment"] == "bench/decode-profile"
+    assert [(r["method"], r["batch"]) for r in record["metrics"]["rows"]] == [(LEAN[0], 1), (LEAN[0], 2)]
