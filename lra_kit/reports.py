@@ -446,15 +446,13 @@ def lra_early_row(results: Path) -> list[str]:
             + ". Controls: " + ("; ".join(controls) if controls else "none recorded yet")]
 
 
-def _length(n: int) -> str:
-    return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
-
-
 def _gpu_attention_headline(path: Path) -> str:
     """`` (H200, bfloat16, forward + backward: ...)``: the headline of a GPU record of ``lra-kit bench attention``
     (``results/bench/attention-<gpu>.json``): linear attention's time and peak memory ÷ fla's over the lengths,
     cuDNN SDPA's time ÷ linear's where its target judges it, momentum's ÷ linear's, and the targets met; "" for any
     other record."""
+    from lra_kit.bench.attention_gpu_record import length_label as _length
+
     record = _read(path)
     if not path.name.startswith("attention-") or record is None or "targets" not in record.get("metrics", {}):
         return ""

@@ -28,8 +28,9 @@ def gpu_records(bench: Path) -> list[Path]:
     return sorted(p for p in bench.glob("attention-*.json") if p.name != CPU_RECORD)
 
 
-def _length(n: int) -> str:
-    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+def length_label(n: int) -> str:
+    """A sequence length as the tables print it: 4096 → "4K", 1000 → "1,000"."""
+    return f"{n // 1024}K" if n % 1024 == 0 else f"{n:,}"
 
 
 def _ms(x: float | None) -> str:
@@ -83,7 +84,7 @@ def gpu_tables(record: dict) -> dict:
     ratio_rows = []
     for r in sorted(metrics["ratios"], key=lambda r: r["length"]):
         n = r["length"]
-        ratio_rows.append([_length(n), over_bound(n, r.get("linear")), over_bound(n, r.get("momentum")),
+        ratio_rows.append([length_label(n), over_bound(n, r.get("linear")), over_bound(n, r.get("momentum")),
                            *(_ratio(r.get(k), verdicts.get((k, n))) for _, k in RATIO_COLUMNS)])
     first_why = {}
     for (_, m), why in gone.items():
@@ -93,7 +94,7 @@ def gpu_tables(record: dict) -> dict:
         "device": record.get("device_detail", record["device"]),
         "bandwidth": (f"{bw['bytes_per_s'] / 1e12:.2f} TB/s ({bw['source']})" if bw.get("bytes_per_s")
                       else None),
-        "times": (["N", *methods], [[_length(n), *(times_cell(n, m) for m in methods)] for n in lengths]),
+        "times": (["N", *methods], [[length_label(n), *(times_cell(n, m) for m in methods)] for n in lengths]),
         "ratios": (["N", "linear × bound", "momentum × bound", *(h for h, _ in RATIO_COLUMNS)], ratio_rows),
         "targets": list(dict.fromkeys(v["target"] for v in metrics["targets"] if v["met"] is not None)),
         "unavailable": [f"{m}: {why}" for m, why in first_why.items()],

@@ -164,10 +164,8 @@ def _lean_within(model: CausalLM, prompt: torch.Tensor, pixels: int, generator, 
     synchronize(device)
     start = time.perf_counter()
     with torch.inference_mode():
-        h, states = model.encoder.prefill(model.embed(prompt))
-        decoder = Decoder(model, prompt, pixels, states, generator=generator,
-                          cache_bucket=CACHE_BUCKET if graphs else 1, graph=graphs)
-        decoder.first(h[:, -1])
+        decoder = Decoder.after_prompt(model, prompt, pixels, generator=generator,
+                                       cache_bucket=CACHE_BUCKET if graphs else 1, graph=graphs)
         done = 1 + run_steps(decoder, pixels - 1, deadline=start + budget_s)
     synchronize(device)
     return time.perf_counter() - start, done
@@ -242,10 +240,7 @@ def _fits(task: str, method: str, batch: int, device, overrides) -> bool:
             if method == "softmax":
                 model(torch.zeros(batch, PIXELS[task], dtype=torch.long, device=device))
             else:
-                h, states = model.encoder.prefill(model.embed(prompt))
-                decoder = Decoder(model, prompt, total, states)
-                decoder.first(h[:, -1])
-                decoder.step(1)
+                Decoder.after_prompt(model, prompt, total).step(1)
         synchronize(device)
         return True
     except torch.OutOfMemoryError:
@@ -376,11 +371,11 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def default_json_path(device: torch.device) -> Path:
-    """``results/bench/generation-<gpu>.json``: ``cpu`` on a CPU, else the card's short name
+def default_json_path(device: torch.device, stem: str = "generation") -> Path:
+    """``results/bench/<stem>-<gpu>.json``: ``cpu`` on a CPU, else the card's short name
     (:func:`lra_kit.bench.device.gpu_slug`, as ``results/bench/attention-<gpu>.json`` has it: ``h100`` for an
     "NVIDIA H100 80GB HBM3")."""
-    return Path("results") / "bench" / f"generation-{gpu_slug(device_name(device))}.json"
+    return Path("results") / "bench" / f"{stem}-{gpu_slug(device_name(device))}.json"
 
 
 def write_json(result: dict, path: Path, wall_s: float, *, append: bool = False, base: dict | None = None) -> None:

@@ -24,11 +24,10 @@ from pathlib import Path
 import torch
 
 from lra_kit.atomic import check_writable
-from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
-from lra_kit.bench.generation import LEAN, PIXELS, TINY, build_generator
+from lra_kit.bench.generation import LEAN, PIXELS, TINY, build_generator, default_json_path
 from lra_kit.bench.timing import synchronize
-from lra_kit.results import device_name, make_results, write_results
+from lra_kit.results import make_results, write_results
 
 TOP = 12  # operators kept per row, the most expensive first
 
@@ -42,11 +41,8 @@ def _decoder(model, batch: int, steps: int, device, graph: bool):
     from lra_kit.models.decode import CACHE_BUCKET, Decoder
 
     prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)
-    h, states = model.encoder.prefill(model.embed(prompt))
-    decoder = Decoder(model, prompt, steps + 1, states, generator=torch.Generator(device=device).manual_seed(0),
-                      graph=graph, cache_bucket=CACHE_BUCKET if graph else 1)
-    decoder.first(h[:, -1])
-    return decoder
+    return Decoder.after_prompt(model, prompt, steps + 1, generator=torch.Generator(device=device).manual_seed(0),
+                                graph=graph, cache_bucket=CACHE_BUCKET if graph else 1)
 
 
 def profile_step(task: str, method: str, batch: int, *, device="cpu", steps: int = 16, warmup: int = 3,
@@ -136,8 +132,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     if any(b < 1 for b in args.batches) or args.steps < 1:
         raise SystemExit(f"error: --batches and --steps must be >= 1, got {args.batches}, {args.steps}")
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    path = None if args.no_json else (args.json or Path("results") / "bench"
-                                      / f"decode-profile-{gpu_slug(device_name(device))}.json")
+    path = None if args.no_json else (args.json or default_json_path(device, "decode-profile"))
     if path is not None:
         check_writable(path)
     start, rows = time.perf_counter(), []

@@ -142,6 +142,15 @@ class Decoder:
         self.cached = any(isinstance(layer.attention, CacheStep) for layer in self.layers)
         self.cache_bucket = cache_bucket
 
+    @classmethod
+    def after_prompt(cls, model, prompt: torch.Tensor, max_new_tokens: int, **kwargs) -> Decoder:
+        """The prompt through the parallel forms (``Encoder.prefill``), then a decoder continuing from its states
+        with its first new token drawn (:meth:`first`); ``kwargs`` as for the constructor."""
+        h, states = model.encoder.prefill(model.embed(prompt))
+        decoder = cls(model, prompt, max_new_tokens, states, **kwargs)
+        decoder.first(h[:, -1])
+        return decoder
+
     def _setup_embedding(self, embed, prompt: torch.Tensor) -> None:
         """The token and position tables as one table of V + length rows, so that one ``embedding_bag`` (sum)
         of the two rows (token, V + position) is ``Embeddings.forward``'s token × scale + position, or
