@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lra_kit.attention.decode import CacheStep, LinearStep, MomentumStep
+from lra_kit.attention.decode import CacheStep, FusedStep, LinearStep, MomentumStep
 from lra_kit.bench.generation import build_generator, count_ops
 from lra_kit.models import ModelConfig, build_model
 from lra_kit.models.decode import Decoder, decoder_supported
@@ -75,7 +75,7 @@ def test_lean_states_and_hidden_states_are_the_modules(case, dtype, tol):
         torch.testing.assert_close(got, want, rtol=tol, atol=tol)
     for layer, state in zip(decoder.layers, states, strict=True):
         step = layer.attention
-        assert isinstance(step, (LinearStep, MomentumStep, CacheStep))
+        assert isinstance(step, (LinearStep, MomentumStep, FusedStep, CacheStep))
         lean = step.state_tuple(15) if isinstance(step, CacheStep) else step.state_tuple()
         for a, b in zip(lean, state, strict=True):
             torch.testing.assert_close(a, b, rtol=tol, atol=tol)

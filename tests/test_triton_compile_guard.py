@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("triton")
 
-KERNELS = ("states_kernel", "forward_kernel", "dq_kernel", "dk_kernel", "dv_kernel")
+KERNELS = ("states_kernel", "forward_kernel", "dq_kernel", "dk_kernel", "dv_kernel")  # the causal op's
+DECODE = "decode_step_kernel"  # the fused decode step's (lra_kit.attention.decode.FusedStep)
 
 
 @pytest.mark.slow
@@ -30,7 +31,7 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
     assert done.returncode == 0, "\n".join(bad[:20]) + done.stderr[-2000:]
     variants = json.loads(path.read_text())["variants"]
     kernels = {v["kernel"] for v in variants}
-    assert kernels == set(KERNELS)
+    assert kernels == {*KERNELS, DECODE}
     assert {v["input"] for v in variants} == {"fp32", "bf16", "fp16"}
     assert all(v["spill_store_bytes"] == 0 and v["shared_bytes"] <= 227 * 1024 for v in variants)
 
@@ -38,7 +39,7 @@ def test_every_launched_variant_compiles_for_sm90_without_spills(tmp_path):
 def test_the_variant_list_covers_every_flag():
     from lra_kit.attention.causal.triton.compile_check import variants
 
-    listed = variants()
+    listed = [v for v in variants() if v["kernel"] != DECODE]
     seen = {(v["kernel"], v["input"], v["constexprs"].get("REVERSE", False), v["constexprs"]["USE_D"],
              v["constexprs"]["NORM"]) for v in listed}
     for kernel in KERNELS:
@@ -48,3 +49,16 @@ def test_the_variant_list_covers_every_flag():
                     for norm in (False, True):
                         assert (kernel, dtype, reverse, use_d, norm) in seen, (kernel, dtype, reverse, use_d, norm)
     assert {v["kernel"] for v in listed} == set(KERNELS)
+
+
+def test_the_variant_list_covers_every_decode_tile():
+    """Every head width up to 256 runs one of the compiled fused-decode tiles, linear and momentum."""
+    from lra_kit.attention.causal.triton.compile_check import variants
+    from lra_kit.attention.causal.triton.decode_tile import fused_tile
+
+    compiled = {(v["constexprs"]["BD"], v["constexprs"]["BV"], v["num_warps"], v["constexprs"]["MOMENTUM"])
+                for v in variants() if v["kernel"] == DECODE}
+    for D in range(1, 257):
+        tile = fused_tile(D)
+        assert tile.cols * tile.blocks >= D and tile.rows >= D and tile.rows * tile.cols <= 4096
+        assert {(*tile[:2], tile.warps, False), (*tile[:2], tile.warps, True)} <= compiled, D

@@ -26,6 +26,13 @@ heavy-ball RNN of Nguyen et al. eq. 12. :class:`CacheStep` is softmax attention 
 and values in a cache preallocated to the sequence length and written in place (the papers'
 "stateful softmax", Katharopoulos appendix §C.1).
 
+:class:`FusedStep` is the GPU's form of the two RNN steps: the q/k/v projection, then one Triton kernel
+(:mod:`lra_kit.attention.causal.triton.decode_kernels`) for φ, the update, the readout and the division, then the
+output projection: three launches a layer where the ATen step needs seven, and each state element read and
+written once. :func:`lean_step` chooses it wherever the causal op would take its Triton path (a CUDA tensor with
+Triton installed, or ``LRA_KIT_TRITON=interpret``: Triton's interpreter on the CPU, for the tests) for float32
+and φ = elu + 1; the ATen step stays the CPU path and the oracle the tests hold it to.
+
 Every buffer's shape is fixed for the whole call and nothing reads a value back to the host, so a
 step can be captured once as a CUDA graph and replayed (:mod:`lra_kit.models.decode`).
 """
@@ -34,6 +41,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from lra_kit.attention.causal.triton.decode_tile import fused_tile
+from lra_kit.attention.causal.triton.switch import available, interpreter_problem, kernels_for
 from lra_kit.attention.feature_maps import Elementwise, elu_plus_one
 from lra_kit.attention.modules import KVCache, LinearAttention, MomentumAttention, SoftmaxAttention
 
@@ -50,13 +59,28 @@ def lean_supported(attn) -> bool:
     return type(attn) in (LinearAttention, MomentumAttention) and isinstance(attn.feature_map, Elementwise)
 
 
+def fused_supported(attn) -> bool:
+    """Whether ``attn`` runs as a :class:`FusedStep`: causal linear or momentum attention with φ = elu + 1 in float32,
+    on a device where the causal op takes its Triton path (``LRA_KIT_TRITON``,
+    :mod:`lra_kit.attention.causal.triton`)."""
+    weight = attn.W_q.weight
+    if not lean_supported(attn) or type(attn) is SoftmaxAttention or attn.feature_map.fn is not elu_plus_one:
+        return False
+    if weight.dtype != torch.float32 or not available(weight):
+        return False
+    return weight.is_cuda or interpreter_problem() is None
+
+
 def lean_step(attn, state, *, batch: int, length: int):
     """The lean step of ``attn`` (see :func:`lean_supported`), continuing from ``state`` (the module's state
-    after the prompt); ``length`` is the whole sequence's, which sizes a key/value cache."""
+    after the prompt); ``length`` is the whole sequence's, which sizes a key/value cache. The RNNs run fused
+    (:class:`FusedStep`) where :func:`fused_supported` says so."""
     if not lean_supported(attn):
         raise ValueError(f"no lean step for {type(attn).__name__} (see lean_supported)")
     if type(attn) is SoftmaxAttention:
         return CacheStep(attn, state, batch=batch, length=length)
+    if fused_supported(attn):
+        return FusedStep(attn, state, batch=batch)
     if type(attn) is MomentumAttention:
         return MomentumStep(attn, state, batch=batch)
     return LinearStep(attn, state, batch=batch)
@@ -193,6 +217,53 @@ class MomentumStep(_KernelStep):
         return MomentumState(self._reshaped(self.s), self._reshaped(self.m[:, :self.D]), self._reshaped(self.z))
 
 
+class FusedStep:
+    """Linear (Katharopoulos et al. eqs. 18–20) or momentum (Nguyen et al. eq. 12) attention at one position: the
+    q/k/v projection, one Triton kernel for φ, the state update, the readout and the normaliser
+    (:func:`~lra_kit.attention.causal.triton.decode_kernels.decode_step_kernel`), the output projection.
+
+    The state is float32: s (and m) (B·H, D, D), and z once per column block of the kernel, (B·H, blocks, D)."""
+
+    launched = 0  # kernels launched by every FusedStep so far: the generation benchmark counts them per pixel
+
+    def __init__(self, attn, state, *, batch: int):
+        H, D = attn.n_heads, attn.head_dim
+        self.B, self.H, self.D, self.eps = batch, H, D, float(attn.eps)
+        self.momentum = type(attn) is MomentumAttention
+        self.beta, self.gamma = (float(attn.beta), float(attn.gamma)) if self.momentum else (0.0, 1.0)
+        weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
+        self.weight_t = weight.t()
+        self.bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
+        self.qkv = weight.new_empty(batch, weight.shape[0])
+        self.tile = fused_tile(D)
+        s, z = state.s, state.z
+        self.s = s.reshape(batch * H, D, D).to(torch.float32, copy=True).contiguous()
+        self.z = z.reshape(batch * H, 1, D).to(torch.float32).repeat(1, self.tile.blocks, 1)  # a copy, as s and m are
+        self.m = state.m.reshape(batch * H, D, D).to(torch.float32, copy=True).contiguous() if self.momentum else self.s
+        self.out = _Output(attn, batch, H * D)
+        self.kernel = kernels_for(self.qkv, "decode_kernels").decode_step_kernel
+        self.grid = (batch * H, self.tile.blocks)
+
+    def __call__(self, x: torch.Tensor, ctx=None, residual: torch.Tensor | None = None) -> torch.Tensor:
+        torch.addmm(self.bias, x, self.weight_t, out=self.qkv)
+        self.kernel[self.grid](self.qkv, self.qkv.stride(0), self.s, self.m, self.z,
+                               self.out.buffer, self.out.buffer.stride(0), self.eps, self.beta, self.gamma,
+                               self.H, self.D, self.tile.blocks, BD=self.tile.rows, BV=self.tile.cols,
+                               MOMENTUM=self.momentum, num_warps=self.tile.warps)
+        FusedStep.launched += 1
+        return self.out(residual)
+
+    def state_tuple(self):
+        """The module's :class:`~lra_kit.attention.linear.LinearState` or
+        :class:`~lra_kit.attention.momentum.MomentumState` (copies)."""
+        from lra_kit.attention.linear import LinearState
+        from lra_kit.attention.momentum import MomentumState
+
+        shape = (self.B, self.H, self.D, self.D)
+        s, z = self.s.reshape(shape).clone(), self.z[:, 0].reshape(shape[:3]).clone()
+        return MomentumState(s, self.m.reshape(shape).clone(), z) if self.momentum else LinearState(s, z)
+
+
 class CacheStep:
     """Softmax attention with a key/value cache preallocated to ``length`` positions and written in place.
 
@@ -232,4 +303,5 @@ class CacheStep:
         return KVCache(self.keys[:, :, :length].clone(), self.values[:, :, :length].clone())
 
 
-__all__ = ["CacheStep", "LinearStep", "MomentumStep", "lean_step", "lean_supported", "with_bias_row"]
+__all__ = ["CacheStep", "FusedStep", "LinearStep", "MomentumStep", "fused_supported", "lean_step", "lean_supported",
+           "with_bias_row"]

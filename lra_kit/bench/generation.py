@@ -31,6 +31,9 @@ divided by 8, on the eager step (the one a CUDA graph captures). ``ops_per_pixel
 operator; ``views_per_pixel`` those of them whose schema returns an alias of an input (views, slices,
 ``to`` to the same dtype), which launch no kernel; ``kernels_per_pixel`` those that are neither views nor
 allocations (``empty`` and the like): on a GPU, one launch each (``lra_kit.bench.dispatch.KernelCounter``).
+Where the RNN steps run fused (:class:`lra_kit.attention.decode.FusedStep`: on CUDA, or under Triton's interpreter
+with ``LRA_KIT_TRITON=interpret``), ``triton_kernels_per_pixel`` counts their Triton launches, which are no ATen
+operators, and ``launches_per_pixel`` is the two together.
 
 Timing a whole image of the uncached softmax is the expensive part (each step re-reads the whole
 prefix, so step i costs more than step i − 1). It is generated in chunks of 8 pixels until the image
@@ -54,6 +57,7 @@ from pathlib import Path
 import torch
 
 from lra_kit.atomic import check_writable
+from lra_kit.attention.decode import FusedStep
 from lra_kit.bench.dispatch import KernelCounter
 from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
@@ -80,7 +84,9 @@ OPS_COUNTED = ("ATen operators reaching a TorchDispatchMode around generate() (t
                "composite such as aten.linear is one), per generated pixel: (count at 12 pixels - count at 4) / 8, "
                "on the eager step; views_per_pixel: those whose schema returns an alias of an input (views, "
                "slices, to() to the same dtype), no kernel launched; kernels_per_pixel: neither views nor "
-               "allocations (lra_kit.bench.dispatch.KernelCounter), a launch each on a GPU")
+               "allocations (lra_kit.bench.dispatch.KernelCounter), a launch each on a GPU; "
+               "triton_kernels_per_pixel: the fused RNN steps' Triton launches (lra_kit.attention.decode.FusedStep); "
+               "launches_per_pixel: kernels_per_pixel + triton_kernels_per_pixel")
 
 
 def _attention_of(method: str) -> str:
@@ -113,21 +119,57 @@ def count_ops(model: CausalLM, method: str, *, lean: bool = True, device="cpu") 
     prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
 
-    def counted(pixels: int) -> KernelCounter:
-        counter = KernelCounter()
+    def counted(pixels: int) -> tuple[KernelCounter, int]:
+        counter, before = KernelCounter(), FusedStep.launched
         with counter:
             _generate(model, method, prompt, pixels, gen, lean, cuda_graph=False)
-        return counter
+        return counter, FusedStep.launched - before
 
     few, many = COUNT_PIXELS
     counted(few)  # first calls fill caches (the position tables, the lag weights) that later calls reuse
-    a, b = counted(few), counted(many)
+    (a, fused_a), (b, fused_b) = counted(few), counted(many)
     n = many - few
     by_name = {name: (b.ops[name] - a.ops[name]) / n for name in sorted(set(a.ops) | set(b.ops))}
     views = sum(b.views.values()) - sum(a.views.values())
     kernels = sum(b.kernels.values()) - sum(a.kernels.values())
-    return {"ops_per_pixel": (sum(b.ops.values()) - sum(a.ops.values())) / n, "views_per_pixel": views / n,
-            "kernels_per_pixel": kernels / n, "by_name": {k: v for k, v in by_name.items() if v}}
+    out = {"ops_per_pixel": (sum(b.ops.values()) - sum(a.ops.values())) / n, "views_per_pixel": views / n,
+           "kernels_per_pixel": kernels / n, "by_name": {k: v for k, v in by_name.items() if v}}
+    if fused_b - fused_a:
+        out["triton_kernels_per_pixel"] = (fused_b - fused_a) / n
+        out["launches_per_pixel"] = out["kernels_per_pixel"] + out["triton_kernels_per_pixel"]
+    return out
+
+
+NARROW = {"d_model": 32, "d_ff": 64}  # what launch_counts narrows the paper model to: counts do not depend on width
+
+
+def launch_counts(task: str = "mnist", methods=LEAN, *, overrides: dict | None = None) -> dict:
+    """Per method, what one generated pixel of the paper model launches (:func:`count_ops`) on the CPU's path
+    (``"cpu"``: the ATen steps) and on the GPU's (``"gpu"``: the RNNs fused into one Triton kernel a layer,
+    :class:`~lra_kit.attention.decode.FusedStep`), the latter counted on this CPU under Triton's interpreter, whose
+    launches stand for the compiled kernel's. The model is narrowed to :data:`NARROW` unless ``overrides`` say
+    otherwise. Raises :class:`~lra_kit.attention.causal.triton.switch.InterpreterUnsupported` where Triton is not
+    installed or its interpreter cannot run the package's kernels."""
+    from lra_kit.attention.causal.triton.switch import (
+        InterpreterUnsupported,
+        disabled,
+        interpreted,
+        interpreter_problem,
+        triton_installed,
+    )
+
+    if not triton_installed():
+        raise InterpreterUnsupported("Triton is not installed (pip install -e .[test] on Linux x86-64)")
+    if (problem := interpreter_problem()) is not None:
+        raise InterpreterUnsupported(problem)
+    out = {}
+    for method in methods:
+        model = build_generator(task, method, overrides=NARROW if overrides is None else overrides)
+        with disabled():
+            out[method] = {"cpu": count_ops(model, method)}
+        with interpreted():
+            out[method]["gpu"] = count_ops(model, method)
+    return out
 
 
 def _time_method(model: CausalLM, method: str, batch: int, pixels: int, device, budget_s: float | None,
@@ -348,8 +390,9 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
 
 
 def _flat_counts(counts: dict) -> dict:
-    out = {"ops_per_pixel": counts["ops"]["ops_per_pixel"], "views_per_pixel": counts["ops"]["views_per_pixel"],
-           "kernels_per_pixel": counts["ops"]["kernels_per_pixel"], "ops_by_name": counts["ops"]["by_name"]}
+    keys = ("ops_per_pixel", "views_per_pixel", "kernels_per_pixel", "triton_kernels_per_pixel", "launches_per_pixel")
+    out = {key: counts["ops"][key] for key in keys if key in counts["ops"]}
+    out["ops_by_name"] = counts["ops"]["by_name"]
     if "modules_ops" in counts:
         for key in ("ops_per_pixel", "views_per_pixel", "kernels_per_pixel"):
             out[f"modules_{key}"] = counts["modules_ops"][key]

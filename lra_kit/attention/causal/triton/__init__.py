@@ -23,9 +23,10 @@ from lra_kit.attention.causal.triton.switch import (
     SUPPORTED_DTYPES,
     available,
     disabled,
+    interpreted,
     kernels_for,
     triton_installed,
 )
 
 
-__all__ = ["ENV", "SUPPORTED_DTYPES", "available", "disabled", "kernels_for", "triton_installed"]
+__all__ = ["ENV", "SUPPORTED_DTYPES", "available", "disabled", "interpreted", "kernels_for", "triton_installed"]

@@ -13,7 +13,8 @@ interpreter flag must be off when Triton is first imported).
 The variants are those :class:`lra_kit.attention.causal.triton.host._Launch` can produce: each input
 type, each output type, both directions in time, β = 0 or not (``USE_D``), with or without an initial
 state and a final one, and the tile sizes of every head and feature width (block sizes 16 … the type's
-cap in ``TILING``; wider feature maps, e.g. Performer's 267 features, are walked in steps of that cap).
+cap in ``TILING``; wider feature maps, e.g. Performer's 267 features, are walked in steps of that cap);
+and the fused decode step's kernel at every head width's tile, linear and momentum (:func:`decode_variants`).
 """
 from __future__ import annotations
 
@@ -78,6 +79,22 @@ def variants() -> list[dict]:
                                     "num_warps": output_warps(bd, bm, torch_dtype, kernel),
                                     "constexprs": dict(C=tiling.max_chunk, BD=bd, BM=bm, USE_D=use_d,
                                                        ACC_DOT=types.acc_dot, **flags, **extra, **dots)})
+    return out + decode_variants()
+
+
+DECODE_WIDTHS = (8, 16, 32, 64, 128, 256)  # head widths D whose fused decode tiles are compiled (D ≤ 256)
+
+
+def decode_variants() -> list[dict]:
+    """The fused decode step's kernel (:class:`lra_kit.attention.decode.FusedStep`, float32), linear and momentum,
+    at the tile of every power-of-two head width up to 256 (a width between two powers takes the larger's tile)."""
+    from lra_kit.attention.causal.triton.decode_tile import fused_tile
+
+    out = []
+    for D, momentum in itertools.product(DECODE_WIDTHS, (False, True)):
+        tile = fused_tile(D)
+        out.append({"module": "decode_kernels", "kernel": "decode_step_kernel", "input": "fp32", "output": "fp32",
+                    "num_warps": tile.warps, "constexprs": dict(BD=tile.rows, BV=tile.cols, MOMENTUM=momentum)})
     return out
 
 
@@ -166,8 +183,9 @@ def compile_variant(kernels, variant: dict) -> dict:
 
 def describe(variant: dict) -> str:
     c = variant["constexprs"]
-    flags = ",".join(k for k in ("REVERSE", "USE_D", "HAS_INIT", "STORE_LAST", "PHI", "MASK", "NORM") if c.get(k))
-    blocks = "×".join(str(c[k]) for k in ("BX", "BY", "BD", "BM") if k in c)
+    flags = ",".join(k for k in ("REVERSE", "USE_D", "HAS_INIT", "STORE_LAST", "PHI", "MASK", "NORM", "MOMENTUM")
+                     if c.get(k))
+    blocks = "×".join(str(c[k]) for k in ("BX", "BY", "BD", "BM", "BV") if k in c)
     return (f"{variant['kernel']} {variant['input']}->{variant['output']} blocks {blocks} "
             f"warps {variant['num_warps']} [{flags}]")
 
@@ -175,7 +193,7 @@ def describe(variant: dict) -> str:
 def _compile_one(variant: dict) -> dict:
     from lra_kit.attention.causal.triton.switch import _kernels
 
-    return compile_variant(_kernels(False), variant)
+    return compile_variant(_kernels(False, variant.get("module", "kernels")), variant)
 
 
 def run(selected: list[dict] | None = None, progress=None, jobs: int = 1) -> list[dict]:

@@ -1,8 +1,8 @@
 """Whether the causal op takes the Triton path, and which kernels it runs: the switches of the GPU path.
 
 ``LRA_KIT_TRITON`` = ``auto`` (CUDA tensors, Triton installed), ``interpret`` (also CPU tensors, under Triton's
-interpreter; tests) or ``0``; :func:`disabled` turns the path off inside a block. Imported by the causal op
-(:mod:`lra_kit.attention.causal.op`) and the Triton host code; it imports neither.
+interpreter; tests) or ``0``; :func:`disabled` turns the path off inside a block, :func:`interpreted` on.
+Imported by the causal op (:mod:`lra_kit.attention.causal.op`) and the Triton host code; it imports neither.
 """
 from __future__ import annotations
 
@@ -33,9 +33,23 @@ def disabled():
         _local.off = before
 
 
+@contextlib.contextmanager
+def interpreted():
+    """Inside this block CPU tensors take the Triton path under Triton's interpreter, as ``LRA_KIT_TRITON=interpret``
+    has it (CUDA tensors run compiled): how the book counts, on a CPU, what the GPU path launches."""
+    before = getattr(_local, "interpret", False)
+    _local.interpret = True
+    try:
+        yield
+    finally:
+        _local.interpret = before
+
+
 def _mode() -> str:
     if getattr(_local, "off", False):
         return "0"
+    if getattr(_local, "interpret", False):
+        return "interpret"
     mode = os.environ.get(ENV, "auto").strip().lower()
     if mode not in ("auto", "interpret", "0", "off"):
         raise ValueError(f"{ENV} must be 'auto', 'interpret' or '0', got {mode!r}")
@@ -68,17 +82,22 @@ def _interpret_flag(value: str):
             os.environ["TRITON_INTERPRET"] = before
 
 
+KERNEL_MODULES = ("kernels", "decode_kernels")  # the causal op's kernels; one generated position's (decode step)
+
+
 @functools.cache
-def _kernels(interpret: bool):
-    """The kernels module, its ``@triton.jit`` functions bound compiled or interpreted (Triton reads
-    ``TRITON_INTERPRET`` when a function is decorated). Triton itself is imported with the flag off, so
-    that its own library functions stay compilable when an interpreted copy is loaded first."""
+def _kernels(interpret: bool, name: str = "kernels"):
+    """The kernels module ``name`` (one of :data:`KERNEL_MODULES`), its ``@triton.jit`` functions bound compiled or
+    interpreted (Triton reads ``TRITON_INTERPRET`` when a function is decorated). Triton itself is imported with the
+    flag off, so that its own library functions stay compilable when an interpreted copy is loaded first."""
+    if name not in KERNEL_MODULES:
+        raise ValueError(f"name must be one of {KERNEL_MODULES}, got {name!r}")
     with _interpret_flag("0"):
         import triton  # noqa: F401
         import triton.language  # noqa: F401
-    spec = importlib.util.find_spec("lra_kit.attention.causal.triton.kernels")
-    name = f"lra_kit.attention.causal.triton._kernels_{'interpreted' if interpret else 'compiled'}"
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, spec.origin))
+    spec = importlib.util.find_spec(f"lra_kit.attention.causal.triton.{name}")
+    copy = f"lra_kit.attention.causal.triton._{name}_{'interpreted' if interpret else 'compiled'}"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(copy, spec.origin))
     with _interpret_flag("1" if interpret else "0"):
         module.__spec__.loader.exec_module(module)
     return module
@@ -113,9 +132,10 @@ def interpreter_problem() -> str | None:
     return None
 
 
-def kernels_for(tensor: torch.Tensor):
-    """The kernels for ``tensor``: compiled for a CUDA tensor, interpreted for any other (LRA_KIT_TRITON=interpret);
-    :class:`InterpreterUnsupported` where the interpreter cannot run them (:func:`interpreter_problem`)."""
+def kernels_for(tensor: torch.Tensor, name: str = "kernels"):
+    """The kernels module ``name`` for ``tensor``: compiled for a CUDA tensor, interpreted for any other
+    (LRA_KIT_TRITON=interpret); :class:`InterpreterUnsupported` where the interpreter cannot run this package's
+    kernels (:func:`interpreter_problem`)."""
     if not tensor.is_cuda and (problem := interpreter_problem()) is not None:
         raise InterpreterUnsupported(problem)
-    return _kernels(not tensor.is_cuda)
+    return _kernels(not tensor.is_cuda, name)
