@@ -17,6 +17,8 @@ from lra_kit.models.decode import Decoder
 pytest.importorskip("triton")
 
 MOMENTUM = {"beta": 0.6, "gamma": 0.9}
+# the attentions with a fused step: each one's options and the output head its generation test uses
+FUSED = {"linear": ({}, "logistic_mixture"), "momentum": (MOMENTUM, "softmax")}
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +32,8 @@ def _interpreter():
 def _attention(kind, D, H, eps=0.25):
     """ε far above its default 1e-6, so that a normaliser without it fails the comparison."""
     torch.manual_seed(0)
-    cls, kw = (MomentumAttention, MOMENTUM) if kind == "momentum" else (LinearAttention, {})
-    return cls(D * H, H, causal=True, eps=eps, **kw).eval()
+    cls = MomentumAttention if kind == "momentum" else LinearAttention
+    return cls(D * H, H, causal=True, eps=eps, **FUSED[kind][0]).eval()
 
 
 def _state(kind, B, H, D, seed=1):
@@ -45,7 +47,7 @@ def _state(kind, B, H, D, seed=1):
 
 # D 12: rows and columns past the head masked (a tile of 16); D 128: four blocks of 32 columns, each with its own z
 @pytest.mark.parametrize("D,H", [(12, 2), (32, 2), (128, 1)], ids=["D12", "D32", "D128-four-blocks"])
-@pytest.mark.parametrize("kind", ["linear", "momentum"])
+@pytest.mark.parametrize("kind", list(FUSED))
 def test_the_fused_step_is_the_aten_step(kind, D, H):
     """Katharopoulos eqs. 18-20 / Nguyen eq. 12 in one kernel: outputs (with the residual) and states equal the ATen
     step's (LinearStep, MomentumStep) position by position, and the caller's state is left as it was."""
@@ -78,12 +80,11 @@ def _lm(attention, options, output):
 
 @pytest.mark.parametrize("graph", [False, True], ids=["host-positions", "device-positions"])
 @pytest.mark.parametrize("greedy", [True, False], ids=["greedy", "sampled"])
-@pytest.mark.parametrize("attention,options,output", [("linear", {}, "logistic_mixture"),
-                                                      ("momentum", MOMENTUM, "softmax")], ids=["linear", "momentum"])
-def test_fused_generation_gives_the_modules_tokens(attention, options, output, greedy, graph):
+@pytest.mark.parametrize("attention", list(FUSED))
+def test_fused_generation_gives_the_modules_tokens(attention, greedy, graph):
     """Generating through the fused steps (host positions, or the device counter a CUDA graph replays) draws the
     modules' tokens for the same generator."""
-    model, vocab = _lm(attention, options, output)
+    model, vocab = _lm(attention, *FUSED[attention])
     prompt = torch.randint(0, vocab, (2, 3), generator=torch.Generator().manual_seed(4))
     want = model.generate(prompt, 12, greedy=greedy, generator=torch.Generator().manual_seed(7), lean=False)
     with torch.inference_mode():
@@ -116,7 +117,7 @@ def test_the_gpu_path_launches_fewer_kernels_a_pixel_than_the_cache():
     cache = counts["softmax-kv-cache"]
     assert cache["gpu"]["kernels_per_pixel"] == cache["cpu"]["kernels_per_pixel"]
     assert "triton_kernels_per_pixel" not in cache["gpu"]
-    for method in ("linear", "momentum"):
+    for method in FUSED:
         cpu, gpu = counts[method]["cpu"], counts[method]["gpu"]
         assert "triton_kernels_per_pixel" not in cpu
         assert gpu["triton_kernels_per_pixel"] == 8, gpu  # one a layer

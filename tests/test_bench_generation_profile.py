@@ -34,3 +34,21 @@ def test_cli_writes_a_record(tmp_path):
     record = json.loads(path.read_text())
     assert record["device"] == "cpu" and record["experiment"] == "bench/decode-profile"
     assert [(r["method"], r["batch"]) for r in record["metrics"]["rows"]] == [(LEAN[0], 1), (LEAN[0], 2)]
+
+
+def test_a_fused_row_comes_with_its_aten_row(tmp_path):
+    """Where the RNN runs fused (here under Triton's interpreter, as on CUDA compiled), the record holds the same
+    row on the ATen step beside it; the fused step's Triton kernel is not an aten operator."""
+    pytest.importorskip("triton")
+    from lra_kit.attention.causal.triton.switch import interpreted, interpreter_problem
+
+    if (problem := interpreter_problem()) is not None:
+        pytest.skip(problem)
+    path = tmp_path / "profile.json"
+    with interpreted():
+        assert main(["--device", "cpu", "--tiny", "--methods", "linear", "--batches", "1", "--steps", "2",
+                     "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())["metrics"]["rows"]
+    assert [r["step"] for r in rows] == ["fused", "aten"]
+    ops = [{t["op"] for t in r["top"]} for r in rows]
+    assert "bmm" in ops[1] and "bmm" not in ops[0]  # the ATen step's readout; in the kernel when fused

@@ -10,13 +10,19 @@ on a CPU the operator's own time), the largest first. On CUDA it also times the 
 graph, with CUDA events: where the graph takes about the sum of its kernels' device time, the step is bound by
 its kernels (their arithmetic or bytes); where it takes much longer, by the gaps between ~100 short kernels.
 
-The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``kernels_per_step``,
-``device_us_per_step`` (CUDA) or ``cpu_us_per_step``, ``graph_us_per_step`` (CUDA), and ``top``: the operators
-that take the most, with their calls and microseconds per step.
+Where the RNNs run fused on the device (:class:`lra_kit.attention.decode.FusedStep`: one Triton kernel a layer),
+each of their rows is profiled twice, ``"step": "fused"`` and ``"step": "aten"`` (the ATen step, with the Triton
+path turned off), so that the record compares the two on the same card.
+
+The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``step``,
+``kernels_per_step`` (Triton's included), ``device_us_per_step`` (CUDA) or ``cpu_us_per_step``,
+``triton_us_per_step`` (the fused kernel's device time, within ``device_us_per_step``), ``graph_us_per_step``
+(CUDA), and ``top``: the operators that take the most, with their calls and microseconds per step.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -30,11 +36,14 @@ from lra_kit.bench.timing import synchronize
 from lra_kit.results import make_results, write_results
 
 TOP = 12  # operators kept per row, the most expensive first
+TRITON_KERNELS = ("decode_step_kernel",)  # the fused step's kernel: a device event under no aten operator
 
 
 def _device_us(event) -> float:
-    # torch renamed cuda → device in these totals; the old name is read where the new one is missing
-    return float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0)))
+    # torch renamed cuda → device in these totals; the old name is read where the new one is missing. A kernel's
+    # own event (the fused step's Triton kernel, under no aten operator) may carry only the inclusive total.
+    own = float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0)))
+    return own or float(getattr(event, "device_time_total", getattr(event, "cuda_time_total", 0.0)))
 
 
 def _decoder(model, batch: int, steps: int, device, graph: bool):
@@ -46,9 +55,20 @@ def _decoder(model, batch: int, steps: int, device, graph: bool):
 
 
 def profile_step(task: str, method: str, batch: int, *, device="cpu", steps: int = 16, warmup: int = 3,
-                 overrides: dict | None = None) -> dict:
+                 overrides: dict | None = None, fused: bool = True) -> dict:
     """One row: ``steps`` eager lean steps of ``method`` at ``batch`` under the profiler (after ``warmup``), and on
-    CUDA the step replayed as a CUDA graph ``steps`` times (module docstring)."""
+    CUDA the step replayed as a CUDA graph ``steps`` times (module docstring). ``fused=False`` turns the Triton path
+    off, so that the RNNs run the ATen step."""
+    from lra_kit.attention.causal.triton.switch import disabled
+
+    with contextlib.nullcontext() if fused else disabled():
+        return _profile_step(task, method, batch, device=device, steps=steps, warmup=warmup, overrides=overrides)
+
+
+def _profile_step(task: str, method: str, batch: int, *, device, steps: int, warmup: int,
+                  overrides: dict | None) -> dict:
+    from lra_kit.attention.decode import FusedStep
+
     if method not in LEAN:
         raise ValueError(f"method must be one with a lean step ({', '.join(LEAN)}), got {method!r}")
     if batch < 1 or steps < 1 or warmup < 0:
@@ -59,6 +79,7 @@ def profile_step(task: str, method: str, batch: int, *, device="cpu", steps: int
     activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.inference_mode():
         decoder = _decoder(model, batch, warmup + steps, device, graph=False)
+        step = "fused" if any(isinstance(layer.attention, FusedStep) for layer in decoder.layers) else "aten"
         for t in range(1, 1 + warmup):
             decoder.step(t)
         synchronize(device)
@@ -66,15 +87,19 @@ def profile_step(task: str, method: str, batch: int, *, device="cpu", steps: int
             for t in range(1 + warmup, 1 + warmup + steps):
                 decoder.step(t)
             synchronize(device)
-    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    averages = prof.key_averages()
+    events = [e for e in averages if e.key.startswith("aten::")]
+    triton = [e for e in averages if e.key in TRITON_KERNELS]
     cost = _device_us if cuda else (lambda e: float(e.self_cpu_time_total))
-    top = sorted(events, key=cost, reverse=True)[:TOP]
-    row = {"task": task, "method": method, "batch": batch, "steps": steps,
+    top = sorted(events + triton, key=cost, reverse=True)[:TOP]
+    row = {"task": task, "method": method, "batch": batch, "steps": steps, "step": step,
            "top": [{"op": e.key.removeprefix("aten::"), "calls_per_step": e.count / steps,
                     "us_per_step": round(cost(e) / steps, 2)} for e in top]}
     if cuda:
-        row["device_us_per_step"] = round(sum(_device_us(e) for e in events) / steps, 2)
-        row["kernels_per_step"] = sum(e.count for e in events if _device_us(e) > 0) / steps
+        triton_us = sum(_device_us(e) for e in triton)
+        row["device_us_per_step"] = round((sum(_device_us(e) for e in events) + triton_us) / steps, 2)
+        row["triton_us_per_step"] = round(triton_us / steps, 2)
+        row["kernels_per_step"] = sum(e.count for e in events + triton if _device_us(e) > 0) / steps
         row["graph_us_per_step"] = round(_graph_us(model, batch, steps, device), 2)
     else:
         row["cpu_us_per_step"] = round(sum(cost(e) for e in events) / steps, 2)
@@ -123,7 +148,7 @@ def format_rows(rows: list[dict]) -> str:
         total = (f"device {r['device_us_per_step']:.0f} µs, graph {r['graph_us_per_step']:.0f} µs, "
                  f"{r['kernels_per_step']:.0f} kernels" if "device_us_per_step" in r
                  else f"cpu {r['cpu_us_per_step']:.0f} µs")
-        lines.append(f"{r['task']} {r['method']} batch {r['batch']}: {total} a step")
+        lines.append(f"{r['task']} {r['method']} batch {r['batch']} ({r.get('step', 'aten')} step): {total} a step")
         lines += [f"    {t['op']:<28} {t['calls_per_step']:>5.1f} calls {t['us_per_step']:>9.1f} µs" for t in r["top"]]
     return "\n".join(lines)
 
@@ -139,9 +164,12 @@ def main_from_args(args: argparse.Namespace) -> int:
     for task in args.tasks:
         for method in args.methods:
             for batch in args.batches:
-                rows.append(profile_step(task, method, batch, device=device, steps=args.steps,
-                                         overrides=TINY if args.tiny else None))
-                print(format_rows(rows[-1:]), flush=True)
+                kw = dict(device=device, steps=args.steps, overrides=TINY if args.tiny else None)
+                new = [profile_step(task, method, batch, **kw)]
+                if new[0]["step"] == "fused":  # the same row on the ATen step, for the comparison
+                    new.append(profile_step(task, method, batch, fused=False, **kw))
+                rows += new
+                print(format_rows(new), flush=True)
                 if path is not None:  # rewritten after each row: a run stopped at a time limit keeps what it did
                     config = {"tasks": args.tasks, "methods": args.methods, "batches": args.batches,
                               "steps": args.steps, "warmup": 3, "tiny": args.tiny,

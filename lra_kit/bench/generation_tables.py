@@ -302,16 +302,32 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
 
     rounds = sorted({len(r.get("rounds_s", [])) or 1 for r in rows})
     medians = "one round" if rounds == [1] else f"medians of {'-'.join(map(str, rounds))} rounds"
+    if all("launches_per_pixel" in r for r in rows):  # the fused RNN steps' Triton kernels counted beside ATen's
+        what += " (Triton's included)"
     return (f"On {PAPERS[task][0]} at batch {batch}, on the {machine_label(record)}, the lean step in place of the "
             f"modules' step took the {what} per pixel from "
-            f"{pairs(lambda r: r['modules_' + count], lambda r: r[count], 0, True)}, and the "
+            f"{pairs(lambda r: r['modules_' + count], lambda r: r.get('launches_per_pixel', r[count]), 0, True)}, "
+            f"and the "
             f"milliseconds per pixel from "
             f"{pairs(lambda r: r['modules']['ms_per_pixel'], lambda r: r['ms_per_pixel'], 2, False)} "
             f"in the same order ({medians}, over the same pixels).")
 
 __all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
            "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
-           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence"]
+           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table"]
+
+
+def launch_table(counts: dict) -> tuple[list[str], list[list[str]]]:
+    """:func:`lra_kit.bench.generation.launch_counts` as a table: per method, the kernels one generated pixel launches
+    on the CPU's path (ATen) and on the GPU's (ATen + Triton = all launches)."""
+    rows = []
+    for method, both in counts.items():
+        gpu = both["gpu"]
+        fused = f"{gpu['kernels_per_pixel']:.0f}"
+        if "launches_per_pixel" in gpu:
+            fused += f" + {gpu['triton_kernels_per_pixel']:.0f} = {gpu['launches_per_pixel']:.0f}"
+        rows.append([LABELS.get(method, method), f"{both['cpu']['kernels_per_pixel']:.0f}", fused])
+    return ["method", "CPU path: ATen kernels", "GPU path: ATen + Triton kernels"], rows
 
 
 def live_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
