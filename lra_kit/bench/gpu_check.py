@@ -22,7 +22,8 @@ g      ``lra-kit bench generation --device cuda`` for MNIST and CIFAR-10: images
        written to results/bench/generation-<gpu>.json (rewritten after each task)
 g2     ``lra-kit bench decode-profile --device cuda``: the lean step under ``torch.profiler`` at MNIST batch 1 and
        1024 (kernels, device time per operator) and replayed as a CUDA graph, into
-       results/bench/decode-profile-<gpu>.json: where the time of a generated pixel goes
+       results/bench/decode-profile-<gpu>.json: where the time of a generated pixel goes, and the fused RNN step
+       against the ATen one
 a3     the CUDA tests with inputs in float16
 e      the paper-scale copy task (Katharopoulos §4.1) with linear attention, as many steps as 8 minutes allow,
        recorded under results/copy-paper/
@@ -121,11 +122,12 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
         Step("g", "generation benchmark, MNIST and CIFAR-10, batch 1 and the largest that fits",
              (*py, "-m", "lra_kit.bench.generation", "--device", "cuda", "--tasks", "mnist", "cifar10",
               "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 180),
-        # estimated, not run yet: 6 rows of 19 eager steps under the profiler and a graph captured and replayed 16
-        # times, each after building the model
+        # estimated, not run yet: 10 rows (linear and momentum fused and on the ATen step, the cache; batch 1 and
+        # 1024) of 19 eager steps under the profiler and a graph captured and replayed 16 times, each after building
+        # the model and, for the first fused row, compiling the Triton kernel
         Step("g2", "the lean generation step profiled: kernels, device time, graph replay, MNIST batch 1 and 1024",
              (*py, "-m", "lra_kit.bench.generation_profile", "--device", "cuda", "--tasks", "mnist",
-              "--batches", "1", "1024"), 60),
+              "--batches", "1", "1024"), 90),
         cuda_tests(3, "float16", 45),  # 33 s
         # estimated: not run yet
         Step("e", "paper-scale copy task, linear attention, as many steps as fit",
