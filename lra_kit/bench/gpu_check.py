@@ -80,7 +80,8 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
     timeout adds 1.25 more); e, which has not run, is estimated."""
     out = Path(out)
     py = (python,)
-    tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py")
+    tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py",
+             "tests/test_attention_decode_fused.py")
     at = ("--lengths", *map(str, lengths)) if lengths else ()
     small = tuple(n for n in (lengths or (1024, 2048, 4096, 8192, 16384)) if n <= C2_MAX_LENGTH)
 
