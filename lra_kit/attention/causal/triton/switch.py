@@ -22,27 +22,27 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
+def _flag(name: str):
+    """This thread's switch ``name`` on inside the block, restored after."""
+    before = getattr(_local, name, False)
+    setattr(_local, name, True)
+    try:
+        yield
+    finally:
+        setattr(_local, name, before)
+
+
 def disabled():
     """Inside this block the PyTorch path runs whatever ``LRA_KIT_TRITON`` says: the reference the Triton
     path is tested against, and the benchmark's "PyTorch path" rows on a GPU."""
-    before = getattr(_local, "off", False)
-    _local.off = True
-    try:
-        yield
-    finally:
-        _local.off = before
+    return _flag("off")
 
 
-@contextlib.contextmanager
 def interpreted():
     """Inside this block CPU tensors take the Triton path under Triton's interpreter, as ``LRA_KIT_TRITON=interpret``
-    has it (CUDA tensors run compiled): how the book counts, on a CPU, what the GPU path launches."""
-    before = getattr(_local, "interpret", False)
-    _local.interpret = True
-    try:
-        yield
-    finally:
-        _local.interpret = before
+    has it (CUDA tensors run compiled): how the book counts, on a CPU, what the GPU path launches. :func:`disabled`
+    wins where both are on."""
+    return _flag("interpret")
 
 
 def _mode() -> str:
