@@ -35,6 +35,10 @@ Where the RNN steps run fused (:class:`lra_kit.attention.decode.FusedStep`: on C
 with ``LRA_KIT_TRITON=interpret``), ``triton_kernels_per_pixel`` counts their Triton launches, which are no ATen
 operators, and ``launches_per_pixel`` is the two together.
 
+On a GPU each lean row also has ``bound_ms_per_pixel``: the least bytes a step must move (the weights once, each
+layer's state read and written, the cache's keys and values so far) ÷ the card's bandwidth
+(:mod:`lra_kit.bench.generation_bound`), and ``times_bound``, the time ÷ that bound.
+
 Timing a whole image of the uncached softmax is the expensive part (each step re-reads the whole
 prefix, so step i costs more than step i − 1). It is generated in chunks of 8 pixels until the image
 is done or ``budget_s`` has passed; the lean steps stop at the budget too (checked every 8 steps),
@@ -59,8 +63,10 @@ import torch
 from lra_kit.atomic import check_writable
 from lra_kit.attention.decode import FusedStep
 from lra_kit.bench.dispatch import KernelCounter
+from lra_kit.bench.device import bandwidth as device_bandwidth
 from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
+from lra_kit.bench.generation_bound import bound_ms_per_pixel
 from lra_kit.bench.timing import median_time, synchronize
 from lra_kit.data.registry import task_names, task_spec
 from lra_kit.models.causal_lm import CausalLM
@@ -245,11 +251,12 @@ def _with_reference(row: dict, model: CausalLM, method: str, batch: int, device,
 
 def time_generation(task: str, methods, batch: int | dict, *, max_pixels: dict, overrides: dict | None = None,
                     device="cpu", budget_s: float | None = None, reference: bool = False,
-                    counts: dict | None = None, repeats: int = 1) -> list[dict]:
+                    counts: dict | None = None, repeats: int = 1, bytes_per_s: float | None = None) -> list[dict]:
     """One row per method: generate ``batch`` images of ``task`` (or their first ``max_pixels[method]`` pixels, or
     what ``budget_s`` allows). ``batch`` may map methods to batch sizes. ``reference``: the lean methods are also
     timed through the modules' step (``row["modules"]``, :func:`_with_reference`, ``repeats`` rounds). ``counts``
-    (method → :func:`count_ops`) are copied into the rows."""
+    (method → :func:`count_ops`) are copied into the rows. With the card's ``bytes_per_s``, a lean method's row
+    has ``bound_ms_per_pixel`` (:mod:`lra_kit.bench.generation_bound`) and ``times_bound``, its time ÷ that."""
     total = PIXELS[task] - 1
     rows = []
     for method in methods:
@@ -262,6 +269,9 @@ def time_generation(task: str, methods, batch: int | dict, *, max_pixels: dict, 
             row = _with_reference(row, model, method, b, device, budget_s, repeats)
         if counts and method in counts:
             row.update(counts[method])
+        if bytes_per_s and method in LEAN:
+            row["bound_ms_per_pixel"] = bound_ms_per_pixel(model, b, row["pixels_timed"], bytes_per_s)
+            row["times_bound"] = row["ms_per_pixel"] / row["bound_ms_per_pixel"]
         rows.append(row)
     linear = next(r for r in rows if r["method"] == "linear")
     for row in rows:
@@ -351,8 +361,9 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
     load_before = _load_average()
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    bandwidth = device_bandwidth(device)  # a CPU's: none, so no bound
     kw = dict(max_pixels=max_pixels, overrides=overrides, device=device, budget_s=budget_s, reference=reference,
-              repeats=repeats)
+              repeats=repeats, bytes_per_s=bandwidth["bytes_per_s"])
     for task in tasks:
         counts = {}
         for method in methods if count else ():
@@ -383,7 +394,7 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
               "prompt": "the first pixel is given (0); the others are sampled at temperature 1",
               "step": "generate()'s lean step (lra_kit.models.decode) for " + ", ".join(LEAN)
                       + ("; a CUDA graph replayed per position" if device.type == "cuda" else "; eager"),
-              "ops_counted": OPS_COUNTED,
+              "ops_counted": OPS_COUNTED, "bandwidth": bandwidth,
               # other work on the machine slows every method; the ratios to linear are what compares
               "load_average_1min": {"before": load_before, "after": _load_average()}}
     return {"rows": rows, "config": config, "device": device}
@@ -404,10 +415,14 @@ def format_table(rows: list[dict]) -> str:
              f"{'÷ linear':>8} {'ops/px':>7} {'kern/px':>7} {'modules':>16}"]
     for r in rows:
         bound = {"none": "", "lower bound": " ≥", "estimate": " ~"}[r["extrapolation"]]
-        ops = " ".join(f"{r[k]:>7.0f}" if k in r else f"{'':>7}" for k in ("ops_per_pixel", "kernels_per_pixel"))
+        # kernels launched: ATen's, and the fused steps' Triton kernels where they ran
+        kernels = "launches_per_pixel" if "launches_per_pixel" in r else "kernels_per_pixel"
+        ops = " ".join(f"{r[k]:>7.0f}" if k in r else f"{'':>7}" for k in ("ops_per_pixel", kernels))
         ref = ""
         if "modules" in r:
             ref = f" {r['modules']['ms_per_pixel']:>7.2f} ms/px ×{r['lean_speedup']:.2f}"
+        if "times_bound" in r:  # the time ÷ the least traffic's (generation_bound)
+            ref += f"  {r['times_bound']:.1f}× bound {r['bound_ms_per_pixel']:.3f} ms"
         lines.append(f"{r['task']:8} {r['method']:17} {r['batch']:>5} {r['pixels_timed']:>4}/{r['pixels']:<5} "
                      f"{r['seconds_per_image']:>10.3f} {r['images_per_s']:>9.3f} {r['ms_per_pixel']:>9.3f} "
                      f"{r['time_over_linear']:>8.2f}{bound:2} {ops}{ref}")
