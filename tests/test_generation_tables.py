@@ -169,6 +169,20 @@ def test_the_lean_step_sentence_reads_the_record():
         row.update(kernels_per_pixel=90 + i, modules_kernels_per_pixel=150 + i)
     sentence = gt.lean_step_sentence(_record("cpu", rows), "mnist")
     assert "kernels launched per pixel" in sentence and f"from 150 to 90 ({gt.LABELS[first['method']]})" in sentence
+    for i, row in enumerate(rows):  # the fused steps' Triton kernels counted too (a GPU's record)
+        row.update(launches_per_pixel=60 + i, triton_kernels_per_pixel=8)
+    sentence = gt.lean_step_sentence(_record("NVIDIA H200", rows), "mnist")
+    assert "(Triton's included)" in sentence and f"from 150 to 60 ({gt.LABELS[first['method']]})" in sentence
+
+
+def test_the_bound_sentence_reads_the_largest_batch():
+    lean = [m for m in METHODS if m != SOFTMAX]
+    rows = [_row("mnist", m, b, 1.0, times_bound=10.0 * b + i, bound_ms_per_pixel=0.5)
+            for i, m in enumerate(lean) for b in (1, 4)]
+    sentence = gt.bound_sentence(_record("NVIDIA H200", rows), "mnist")
+    assert f"{gt.LABELS[lean[0]]} 40.0× at batch 4 (bound 0.500 ms a pixel)" in sentence
+    assert "at batch 1" not in sentence and "NVIDIA H200" in sentence
+    assert gt.bound_sentence(_record("cpu", [_row("mnist", lean[0], 1, 1.0)]), "mnist") is None
 
 
 def test_live_table_marks_prefix_times_and_misses_no_method():

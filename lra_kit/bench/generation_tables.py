@@ -314,7 +314,23 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
 
 __all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
            "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
-           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table"]
+           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence"]
+
+
+def bound_sentence(record: dict, task: str) -> str | None:
+    """How far ``record``'s lean rows for ``task`` at their largest batch are from the least time their bytes allow
+    (``times_bound``: the time ÷ ``bound_ms_per_pixel``, :mod:`lra_kit.bench.generation_bound`); None where the record
+    has no bound (a CPU's, or one made before the bound was recorded)."""
+    _check_task(task)
+    rows = [r for r in _largest([r for r in record["metrics"]["rows"] if r["task"] == task]).values()
+            if "times_bound" in r]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: METHODS.index(r["method"]) if r["method"] in METHODS else len(METHODS))
+    parts = [f"{LABELS.get(r['method'], r['method'])} {r['times_bound']:.1f}× at batch {r['batch']} "
+             f"(bound {r['bound_ms_per_pixel']:.3f} ms a pixel)" for r in rows]
+    return (f"On {PAPERS[task][0]}, on the {machine_label(record)}, the time of a pixel ÷ the least time its bytes "
+            f"allow: " + ", ".join(parts) + ".")
 
 
 def launch_table(counts: dict) -> tuple[list[str], list[list[str]]]:
