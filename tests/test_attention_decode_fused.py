@@ -120,6 +120,7 @@ def test_which_attention_runs_fused(interpreter):
     assert not fused_supported(_attention("linear", 8, 2).double())
     assert not fused_supported(LinearAttention(16, 2, causal=True, feature_map="relu"))
     assert not fused_supported(SoftmaxAttention(16, 2, causal=True))
+    assert fused_supported(_attention("linear", 256, 1)) and not fused_supported(_attention("linear", 264, 1))
     with disabled():
         assert not fused_supported(_attention("linear", 8, 2))
         assert isinstance(lean_step(_attention("linear", 8, 2), _state("linear", 1, 2, 8), batch=1, length=0),

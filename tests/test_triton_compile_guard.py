@@ -52,13 +52,13 @@ def test_the_variant_list_covers_every_flag():
 
 
 def test_the_variant_list_covers_every_decode_tile():
-    """Every head width up to 256 runs one of the compiled fused-decode tiles, linear and momentum."""
+    """Every head width that runs fused (up to MAX_WIDTH) runs one of the compiled tiles, linear and momentum."""
     from lra_kit.attention.causal.triton.compile_check import variants
-    from lra_kit.attention.causal.triton.decode_tile import fused_tile
+    from lra_kit.attention.causal.triton.decode_tile import MAX_WIDTH, fused_tile
 
     compiled = {(v["constexprs"]["BD"], v["constexprs"]["BV"], v["num_warps"], v["constexprs"]["MOMENTUM"])
                 for v in variants() if v["kernel"] == DECODE}
-    for D in range(1, 257):
+    for D in range(1, MAX_WIDTH + 1):
         tile = fused_tile(D)
         assert tile.cols * tile.blocks >= D and tile.rows >= D and tile.rows * tile.cols <= 4096
         assert {(*tile[:2], tile.warps, False), (*tile[:2], tile.warps, True)} <= compiled, D

@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lra_kit.attention.causal.triton.decode_tile import fused_tile
+from lra_kit.attention.causal.triton.decode_tile import MAX_WIDTH, fused_tile
 from lra_kit.attention.causal.triton.switch import available, interpreter_problem, kernels_for
 from lra_kit.attention.feature_maps import Elementwise, elu_plus_one
 from lra_kit.attention.modules import KVCache, LinearAttention, MomentumAttention, SoftmaxAttention
@@ -61,10 +61,12 @@ def lean_supported(attn) -> bool:
 
 def fused_supported(attn) -> bool:
     """Whether ``attn`` runs as a :class:`FusedStep`: causal linear or momentum attention with φ = elu + 1 in float32,
-    on a device where the causal op takes its Triton path (``LRA_KIT_TRITON``,
-    :mod:`lra_kit.attention.causal.triton`)."""
+    heads at most ``MAX_WIDTH`` (256) wide, on a device where the causal op takes its Triton path
+    (``LRA_KIT_TRITON``, :mod:`lra_kit.attention.causal.triton`)."""
     weight = attn.W_q.weight
     if not lean_supported(attn) or type(attn) is SoftmaxAttention or attn.feature_map.fn is not elu_plus_one:
+        return False
+    if attn.head_dim > MAX_WIDTH:
         return False
     if weight.dtype != torch.float32 or not available(weight):
         return False

@@ -82,16 +82,15 @@ def variants() -> list[dict]:
     return out + decode_variants()
 
 
-DECODE_WIDTHS = (8, 16, 32, 64, 128, 256)  # head widths D whose fused decode tiles are compiled (D ≤ 256)
-
-
 def decode_variants() -> list[dict]:
     """The fused decode step's kernel (:class:`lra_kit.attention.decode.FusedStep`, float32), linear and momentum,
-    at the tile of every power-of-two head width up to 256 (a width between two powers takes the larger's tile)."""
-    from lra_kit.attention.causal.triton.decode_tile import fused_tile
+    at the tile of every power-of-two head width from 8 up to the widest that runs fused (``MAX_WIDTH``, 256); a width
+    between two powers takes the larger's tile."""
+    from lra_kit.attention.causal.triton.decode_tile import MAX_WIDTH, fused_tile
 
+    widths = [8 << i for i in range(MAX_WIDTH.bit_length() - 3)]
     out = []
-    for D, momentum in itertools.product(DECODE_WIDTHS, (False, True)):
+    for D, momentum in itertools.product(widths, (False, True)):
         tile = fused_tile(D)
         out.append({"module": "decode_kernels", "kernel": "decode_step_kernel", "input": "fp32", "output": "fp32",
                     "num_warps": tile.warps, "constexprs": dict(BD=tile.rows, BV=tile.cols, MOMENTUM=momentum)})

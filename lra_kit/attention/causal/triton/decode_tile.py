@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+MAX_WIDTH = 256  # the widest head that runs fused: the compile guard compiles every tile up to it
 FUSED_TILE = 4096  # state elements one program holds at most (D rows × a block of columns): a whole head up to D 64
 
 
@@ -27,4 +28,4 @@ def fused_tile(D: int) -> FusedTile:
     return FusedTile(BD, BV, -(-D // BV), 8 if BD * BV > 2048 else 4)
 
 
-__all__ = ["FUSED_TILE", "FusedTile", "fused_tile"]
+__all__ = ["FUSED_TILE", "MAX_WIDTH", "FusedTile", "fused_tile"]
