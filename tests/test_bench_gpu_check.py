@@ -139,3 +139,18 @@ def test_every_finished_step_of_record_ran_within_its_budget():
             assert row["wall_s"] <= budget[row["step"]], (folder.name, row["step"], row["wall_s"])
             checked += 1
     assert checked >= 10
+
+
+def test_the_cuda_test_steps_name_tests_that_exist(tmp_path):
+    """Every file and test a1-a3 name is there (a renamed test would otherwise be skipped silently on the card)."""
+    root = Path(__file__).resolve().parent.parent
+    for step in gpu_check.steps(tmp_path):
+        if not step.name.startswith("a"):
+            continue
+        named = [a for a in step.argv if a.startswith("tests/")]
+        assert named, step.name
+        for arg in named:
+            path, _, test = arg.partition("::")
+            assert (root / path).is_file(), arg
+            if test:
+                assert re.search(rf"^def {re.escape(test)}\w*\(", (root / path).read_text(), re.M), arg

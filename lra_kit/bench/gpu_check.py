@@ -80,8 +80,10 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
     timeout adds 1.25 more); e, which has not run, is estimated."""
     out = Path(out)
     py = (python,)
+    # the fused decode step's CUDA tests only: its interpreter tests would spend the lease on the CPU
+    fused = "tests/test_attention_decode_fused.py::test_cuda_"
     tests = ("tests/test_attention_gpu.py", "tests/test_triton_causal_product.py", "tests/test_triton_dispatch.py",
-             "tests/test_attention_decode_fused.py")
+             f"{fused}fused_step_is_the_aten_step", f"{fused}graph_generation_gives_the_modules_tokens")
     at = ("--lengths", *map(str, lengths)) if lengths else ()
     small = tuple(n for n in (lengths or (1024, 2048, 4096, 8192, 16384)) if n <= C2_MAX_LENGTH)
 
