@@ -108,8 +108,9 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
         Step("c1", "attention benchmark: SDPA flash and cuDNN, fla's chunk_linear_attn, our linear and momentum",
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", *at, "--no-prefill",
               "--json", str(bench_json)), 280),
-        cuda_tests(1, "float32", 75),  # 30 s (55 s)
-        cuda_tests(2, "bfloat16", 85),  # 66 s (31 s)
+        # + 15 s each for the fused decode step's CUDA tests (its kernel compiled, 4 short generations as graphs)
+        cuda_tests(1, "float32", 90),  # 30 s (55 s)
+        cuda_tests(2, "bfloat16", 100),  # 66 s (31 s)
         Step("b", "compute-sanitizer memcheck, odd sizes, initial and final states",
              ("compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1",
               *py, "-m", "lra_kit.bench.gpu_check", "--sanitizer-case"), 40),  # 26 s (20 s)
@@ -131,7 +132,7 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
         Step("g2", "the lean generation step profiled: kernels, device time, graph replay, MNIST batch 1 and 1024",
              (*py, "-m", "lra_kit.bench.generation_profile", "--device", "cuda", "--tasks", "mnist",
               "--batches", "1", "1024"), 90),
-        cuda_tests(3, "float16", 45),  # 33 s
+        cuda_tests(3, "float16", 60),  # 33 s
         # estimated: not run yet
         Step("e", "paper-scale copy task, linear attention, as many steps as fit",
              (*py, "-m", "lra_kit.cli", "train", "--task", "copy", "--attention", "linear",
