@@ -52,3 +52,20 @@ def test_a_fused_row_comes_with_its_aten_row(tmp_path):
     assert [r["step"] for r in rows] == ["fused", "aten"]
     ops = [{t["op"] for t in r["top"]} for r in rows]
     assert "bmm" in ops[1] and "bmm" not in ops[0]  # the ATen step's readout; in the kernel when fused
+
+
+def test_the_compile_comparison_times_both_and_compares_their_tokens():
+    """The RNN step eagerly and under torch.compile (the device-addressed step): both timed in alternating rounds,
+    the same tokens for the same seed; a cache, whose span changes with the position, is refused."""
+    from lra_kit.bench.generation import GROWING, build_generator
+    from lra_kit.bench.generation_profile import COMPILE_ROUNDS, RNNS, compile_comparison
+
+    assert RNNS and not any(GROWING[m] for m in RNNS)
+    model = build_generator("mnist", RNNS[0], overrides=TINY)
+    c = compile_comparison(model, 2, 3, "cpu")
+    assert c["same_tokens"] is True and len(c["rounds_ms"]) == COMPILE_ROUNDS
+    assert c["compiled_over_eager"] == pytest.approx(c["compiled_ms_per_step"] / c["eager_ms_per_step"])
+    assert c["eager_ms_per_step"] in sorted(r["eager"] for r in c["rounds_ms"])  # a median of the rounds
+    cache = next(m for m in LEAN if GROWING[m])
+    with pytest.raises(ValueError, match="RNNs only"):
+        compile_comparison(build_generator("mnist", cache, overrides=TINY), 2, 3, "cpu")

@@ -14,6 +14,12 @@ Where the RNNs run fused on the device (:class:`lra_kit.attention.decode.FusedSt
 each of their rows is profiled twice, ``"step": "fused"`` and ``"step": "aten"`` (the ATen step, with the Triton
 path turned off), so that the record compares the two on the same card.
 
+``--compile`` also times the RNNs' step eagerly against ``torch.compile`` of the same step (the device-addressed one,
+``Decoder(graph=True)``, whose shapes never change, so it compiles once): ``compile`` in the row, with each one's
+milliseconds a step (medians of alternating rounds), the seconds the first compiled calls took, and whether the two
+drew the same tokens. Katharopoulos et al.'s RNN needs no compiler; the issue of this step asked to offer
+``torch.compile`` on the CPU where it is faster, and this is how that is decided.
+
 The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``step``,
 ``kernels_per_step`` (Triton's included), ``device_us_per_step`` (CUDA) or ``cpu_us_per_step``,
 ``triton_us_per_step`` (the fused kernel's device time, within ``device_us_per_step``), ``graph_us_per_step``
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,11 +38,12 @@ import torch
 
 from lra_kit.atomic import check_writable
 from lra_kit.bench.entry import module_main
-from lra_kit.bench.generation import LEAN, PIXELS, TINY, build_generator, default_json_path
+from lra_kit.bench.generation import GROWING, LEAN, PIXELS, TINY, build_generator, default_json_path
 from lra_kit.bench.timing import synchronize
 from lra_kit.results import make_results, write_results
 
 TOP = 12  # operators kept per row, the most expensive first
+RNNS = tuple(m for m in LEAN if not GROWING[m])  # the lean methods whose step does not grow: the RNNs
 TRITON_KERNELS = ("decode_step_kernel",)  # the fused step's kernel: a device event under no aten operator
 
 
@@ -106,6 +114,56 @@ def _profile_step(task: str, method: str, batch: int, *, device, steps: int, war
     return row
 
 
+COMPILE_ROUNDS = 3  # alternating eager / compiled rounds of the compile comparison; medians kept
+COMPILE_WARMUP = 8  # compiled calls before timing: the first traces and compiles, the next may recompile once
+
+
+def compile_comparison(model, batch: int, steps: int, device, *, greedy: bool = False) -> dict:
+    """Milliseconds a step of ``model``'s lean RNN step, eagerly (positions by Python int) and under ``torch.compile``
+    (positions by the device counter: fixed shapes), in :data:`COMPILE_ROUNDS` alternating rounds of ``steps`` steps
+    (medians, and every round); the seconds the compiled step's first :data:`COMPILE_WARMUP` calls took; whether the
+    two drew the same tokens (same generator, same seed)."""
+    from lra_kit.attention.decode import CacheStep
+
+    length = COMPILE_WARMUP + COMPILE_ROUNDS * steps + 1
+
+    def build(graph: bool):
+        gen = torch.Generator(device=device).manual_seed(0)
+        prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)
+        from lra_kit.models.decode import Decoder
+
+        return Decoder.after_prompt(model, prompt, length, greedy=greedy, generator=gen, graph=graph)
+
+    with torch.inference_mode():
+        eager, graphed = build(False), build(True)
+        if any(isinstance(layer.attention, CacheStep) for layer in eager.layers):
+            raise ValueError("the compile comparison runs the RNNs only (a cache's span changes with the position)")
+        compiled = torch.compile(graphed.step)
+        start = time.perf_counter()
+        for t in range(1, 1 + COMPILE_WARMUP):
+            eager.step(t)
+            compiled(None, None)
+        synchronize(device)
+        compile_s = time.perf_counter() - start
+        rounds, t = [], 1 + COMPILE_WARMUP
+        for _ in range(COMPILE_ROUNDS):
+            times = {}
+            for name, run in (("eager", lambda i: eager.step(i)), ("compiled", lambda i: compiled(None, None))):
+                synchronize(device)
+                begin = time.perf_counter()
+                for i in range(t, t + steps):
+                    run(i)
+                synchronize(device)
+                times[name] = (time.perf_counter() - begin) * 1e3 / steps
+            rounds.append(times)
+            t += steps
+        same = bool(torch.equal(eager.tokens, graphed.tokens))
+    median = {name: statistics.median(r[name] for r in rounds) for name in ("eager", "compiled")}
+    return {"eager_ms_per_step": median["eager"], "compiled_ms_per_step": median["compiled"],
+            "compiled_over_eager": median["compiled"] / median["eager"], "rounds_ms": rounds,
+            "first_calls_s": compile_s, "same_tokens": same, "steps": steps}
+
+
 def _graph_us(model, batch: int, steps: int, device) -> float:  # pragma: no cover - GPU
     """Microseconds per step of the lean step replayed as one CUDA graph, timed with CUDA events."""
     with torch.inference_mode():
@@ -140,6 +198,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None,
                         help="default results/bench/decode-profile-<gpu>.json (-cpu on a CPU)")
     parser.add_argument("--no-json", action="store_true", help="print only")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time the RNNs' step eagerly against torch.compile (compile_comparison)")
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -150,6 +210,11 @@ def format_rows(rows: list[dict]) -> str:
                  else f"cpu {r['cpu_us_per_step']:.0f} µs")
         lines.append(f"{r['task']} {r['method']} batch {r['batch']} ({r.get('step', 'aten')} step): {total} a step")
         lines += [f"    {t['op']:<28} {t['calls_per_step']:>5.1f} calls {t['us_per_step']:>9.1f} µs" for t in r["top"]]
+        if "compile" in r:
+            c = r["compile"]
+            lines.append(f"    torch.compile: {c['compiled_ms_per_step']:.3f} ms a step against "
+                         f"{c['eager_ms_per_step']:.3f} eager (×{c['compiled_over_eager']:.2f}; first calls "
+                         f"{c['first_calls_s']:.1f} s; same tokens: {c['same_tokens']})")
     return "\n".join(lines)
 
 
@@ -168,11 +233,15 @@ def main_from_args(args: argparse.Namespace) -> int:
                 new = [profile_step(task, method, batch, **kw)]
                 if new[0]["step"] == "fused":  # the same row on the ATen step, for the comparison
                     new.append(profile_step(task, method, batch, fused=False, **kw))
+                if args.compile and method in RNNS:
+                    model = build_generator(task, method, overrides=kw["overrides"], device=device)
+                    new[0]["compile"] = compile_comparison(model, batch, args.steps, device)
                 rows += new
                 print(format_rows(new), flush=True)
                 if path is not None:  # rewritten after each row: a run stopped at a time limit keeps what it did
                     config = {"tasks": args.tasks, "methods": args.methods, "batches": args.batches,
-                              "steps": args.steps, "warmup": 3, "tiny": args.tiny,
+                              "steps": args.steps, "warmup": 3, "tiny": args.tiny, "compile": args.compile,
+                              "compile_rounds": COMPILE_ROUNDS, "threads": torch.get_num_threads(),
                               "step": "lra_kit.models.decode.Decoder.step, eager under torch.profiler; "
                                       "on CUDA also replayed as one CUDA graph (CUDA events)"}
                     write_results(make_results(metrics={"rows": rows}, config=config, scale="benchmark",
