@@ -138,6 +138,10 @@ def compile_comparison(model, batch: int, steps: int, device, *, greedy: bool = 
         eager, graphed = build(False), build(True)
         if any(isinstance(layer.attention, CacheStep) for layer in eager.layers):
             raise ValueError("the compile comparison runs the RNNs only (a cache's span changes with the position)")
+        # a fresh compile each time: recompiling Decoder.step for a second decoder in one process failed inside
+        # inductor (torch 2.13, CPU: "Expected !size_bytes_is_heap_allocated_"), and one comparison's compiled
+        # code is no use to the next
+        torch._dynamo.reset()
         compiled = torch.compile(graphed.step)
         start = time.perf_counter()
         for t in range(1, 1 + COMPILE_WARMUP):
