@@ -198,3 +198,21 @@ def test_live_table_marks_prefix_times_and_misses_no_method():
     assert len(header) == len(cells[0]) == 5
     assert cells[0] == [first, "16/783", "2.00", "~ 1.00", "100"]
     assert cells[1][3] == "≥ 4.50" and cells[1][4] == "—"
+
+
+def test_the_compile_sentence_reads_the_cpu_profile(tmp_path):
+    lean = [m for m in METHODS if m != SOFTMAX]
+    rows = [{"task": "mnist", "method": m, "batch": b, "compile": {"compiled_over_eager": 1.1 + i / 10 + b / 100,
+                                                                    "same_tokens": True}}
+            for i, m in enumerate(lean[1:]) for b in (1, 16)]
+    (tmp_path / "bench").mkdir()
+    path = tmp_path / "bench" / "decode-profile-cpu.json"
+    assert gt.compile_sentence(tmp_path) is None and gt.compile_sentence(None) is None
+    path.write_text(json.dumps(_record("cpu", rows + [{"task": "mnist", "method": lean[0], "batch": 1}])))
+    sentence = gt.compile_sentence(tmp_path)
+    assert "took 1.11–1.36× the eager step's time (4 comparisons: MNIST, batch 1 and 16" in sentence
+    assert "the same tokens each time" in sentence and "runs the step eagerly" in sentence
+    rows[0]["compile"].update(compiled_over_eager=0.9, same_tokens=False)
+    path.write_text(json.dumps(_record("cpu", rows)))
+    sentence = gt.compile_sentence(tmp_path)
+    assert "faster in 1 of them" in sentence and "different tokens" in sentence

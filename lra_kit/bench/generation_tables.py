@@ -314,7 +314,8 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
 
 __all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
            "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
-           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence"]
+           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence",
+           "compile_sentence"]
 
 
 def bound_sentence(record: dict, task: str) -> str | None:
@@ -331,6 +332,28 @@ def bound_sentence(record: dict, task: str) -> str | None:
              f"(bound {r['bound_ms_per_pixel']:.3f} ms a pixel)" for r in rows]
     return (f"On {PAPERS[task][0]}, on the {machine_label(record)}, the time of a pixel ÷ the least time its bytes "
             f"allow: " + ", ".join(parts) + ".")
+
+
+def compile_sentence(results: Path | str | None) -> str | None:
+    """What ``torch.compile`` of the RNN step did on the CPU, from ``results/bench/decode-profile-cpu.json``
+    (``lra-kit bench decode-profile --compile``): the range of its time over the eager step's, and whether every
+    comparison drew the same tokens; None where that record, or its comparison, is not there."""
+    path = None if results is None else Path(results) / "bench" / "decode-profile-cpu.json"
+    if path is None or not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    rows = [r for r in record["metrics"]["rows"] if "compile" in r]
+    if not rows:
+        return None
+    ratios = [r["compile"]["compiled_over_eager"] for r in rows]
+    tasks = " and ".join(dict.fromkeys(PAPERS[r["task"]][0] for r in rows if r["task"] in PAPERS))
+    batches = " and ".join(map(str, sorted({r["batch"] for r in rows})))
+    methods = " and ".join(dict.fromkeys(LABELS.get(r["method"], r["method"]) for r in rows))
+    same = "the same tokens each time" if all(r["compile"]["same_tokens"] for r in rows) else "different tokens"
+    return (f"On the {machine_label(record)}, `torch.compile` of the RNN step took "
+            f"{min(ratios):.2f}–{max(ratios):.2f}× the eager step's time ({len(rows)} comparisons: {tasks}, batch "
+            f"{batches}, {methods}; {same}), " + ("so `generate` runs the step eagerly on a CPU." if min(ratios) > 1
+                                                  else f"faster in {sum(x < 1 for x in ratios)} of them."))
 
 
 def launch_table(counts: dict) -> tuple[list[str], list[list[str]]]:
