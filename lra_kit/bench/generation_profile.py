@@ -17,8 +17,8 @@ path turned off), so that the record compares the two on the same card.
 ``--compile`` also times the RNNs' step eagerly against ``torch.compile`` of the same step (the device-addressed one,
 ``Decoder(graph=True)``, whose shapes never change, so it compiles once): ``compile`` in the row, with each one's
 milliseconds a step (medians of alternating rounds), the seconds the first compiled calls took, and whether the two
-drew the same tokens. Katharopoulos et al.'s RNN needs no compiler; the issue of this step asked to offer
-``torch.compile`` on the CPU where it is faster, and this is how that is decided.
+drew the same tokens: whether ``generate`` should offer ``torch.compile`` of the step on a CPU, where it would be
+faster (the image-generation page reads the CPU record).
 
 The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``step``,
 ``kernels_per_step`` (Triton's included), ``device_us_per_step`` (CUDA) or ``cpu_us_per_step``,
