@@ -16,7 +16,8 @@ def test_a_row_names_the_operators_that_take_the_most():
     assert 0 < len(top) <= TOP and all(t["calls_per_step"] > 0 for t in top)
     cost = [t["us_per_step"] for t in top]
     assert cost == sorted(cost, reverse=True)
-    assert "addmm" in {t["op"] for t in top}  # the projections: a layer's biggest products
+    assert row["calls_per_step"]["addmm"] >= 3  # the projections (q/k/v, output, FFN), whatever their times
+    assert {t["op"] for t in top} <= set(row["calls_per_step"])
     assert sum(cost) <= row["cpu_us_per_step"] + 1e-6
 
 
@@ -50,8 +51,11 @@ def test_a_fused_row_comes_with_its_aten_row(tmp_path):
                      "--json", str(path)]) == 0
     rows = json.loads(path.read_text())["metrics"]["rows"]
     assert [r["step"] for r in rows] == ["fused", "aten"]
-    ops = [{t["op"] for t in r["top"]} for r in rows]
-    assert "bmm" in ops[1] and "bmm" not in ops[0]  # the ATen step's readout; in the kernel when fused
+    # the ATen step's readout and update; inside the kernel when fused (every operator's calls: the costliest
+    # few, in "top", depend on the timing)
+    calls = [r["calls_per_step"] for r in rows]
+    assert calls[1]["baddbmm_"] == 1 and "baddbmm_" not in calls[0]
+    assert calls[1]["bmm"] - calls[0]["bmm"] == 1  # both keep the mixture head's bmm; the tiny model has one layer
 
 
 def test_the_compile_comparison_times_both_and_compares_their_tokens():

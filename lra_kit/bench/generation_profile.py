@@ -23,7 +23,8 @@ faster (the image-generation page reads the CPU record).
 The record (``results/bench/decode-profile-<gpu>.json``, or ``-cpu``) holds, per row: ``step``,
 ``kernels_per_step`` (Triton's included), ``device_us_per_step`` (CUDA) or ``cpu_us_per_step``,
 ``triton_us_per_step`` (the fused kernel's device time, within ``device_us_per_step``), ``graph_us_per_step``
-(CUDA), and ``top``: the operators that take the most, with their calls and microseconds per step.
+(CUDA), ``top``: the operators that take the most, with their calls and microseconds per step, and
+``calls_per_step``: every operator's calls.
 """
 from __future__ import annotations
 
@@ -102,7 +103,9 @@ def _profile_step(task: str, method: str, batch: int, *, device, steps: int, war
     top = sorted(events + triton, key=cost, reverse=True)[:TOP]
     row = {"task": task, "method": method, "batch": batch, "steps": steps, "step": step,
            "top": [{"op": e.key.removeprefix("aten::"), "calls_per_step": e.count / steps,
-                    "us_per_step": round(cost(e) / steps, 2)} for e in top]}
+                    "us_per_step": round(cost(e) / steps, 2)} for e in top],
+           # every operator's calls, not only the costliest: what a step runs does not depend on the timing
+           "calls_per_step": {e.key.removeprefix("aten::"): e.count / steps for e in events + triton}}
     if cuda:
         triton_us = sum(_device_us(e) for e in triton)
         row["device_us_per_step"] = round((sum(_device_us(e) for e in events) + triton_us) / steps, 2)
