@@ -33,8 +33,8 @@ def _phi(x, inside):
 
 @triton.jit
 def decode_step_kernel(
-    qkv_ptr, stride_qkv,  # (B, 3·H·D): [q | k | v] of the position read, heads side by side in each
-    s_ptr, m_ptr, z_ptr,  # float32 (B·H, D, D), (B·H, D, D) (momentum only), (B·H, blocks, D): updated in place
+    qkv_ptr, stride_qkv,  # (B, 3·H·D): [q | k | v] of the position read
+    s_ptr, m_ptr, z_ptr,  # float32, in place: s, m (B·H, D, D); z (B·H, blocks, D)
     out_ptr, stride_out,  # (B, ≥ H·D): the heads' outputs side by side
     eps, beta, gamma,
     H, D, blocks,
@@ -49,7 +49,8 @@ def decode_step_kernel(
     head = qkv_ptr + b * stride_qkv + h * D
     q = tl.load(head + rows, mask=row_in, other=0.0).to(tl.float32)
     k = tl.load(head + H * D + rows, mask=row_in, other=0.0).to(tl.float32)
-    v = tl.load(head + 2 * H * D + cols, mask=col_in, other=0.0).to(tl.float32)
+    v = tl.load(head + 2 * H * D + cols, mask=col_in, other=0.0)
+    v = v.to(tl.float32)
     phi_q, phi_k = _phi(q, row_in), _phi(k, row_in)
 
     tile = bh * D * D + rows[:, None] * D + cols[None, :]
@@ -67,8 +68,9 @@ def decode_step_kernel(
     z = tl.load(z_at, mask=row_in, other=0.0) + phi_k
     tl.store(z_at, z, mask=row_in)
 
-    # tl.reduce, not tl.sum: the interpreted copy of this module cannot call Triton's own @jit functions
+    # tl.reduce, not tl.sum: the interpreted copy of this module cannot call
+    # Triton's own @jit functions
     numerator = tl.reduce(phi_q[:, None] * s, 0, _add)
     denominator = tl.reduce(phi_q * z, 0, _add) + eps
-    tl.store(out_ptr + b * stride_out + h * D + cols, (numerator / denominator).to(out_ptr.dtype.element_ty),
-             mask=col_in)
+    out = (numerator / denominator).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + b * stride_out + h * D + cols, out, mask=col_in)
