@@ -94,6 +94,14 @@ def with_bias_row(weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return torch.cat([weight.detach().t(), bias.detach()[None]])
 
 
+def _qkv_projection(attn, batch: int):
+    """W_q, W_k, W_v as one product: (the stacked weights transposed, their biases, the (batch, 3·H·D) buffer it
+    writes [q | k | v] into)."""
+    weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
+    bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
+    return weight.t(), bias, weight.new_empty(batch, weight.shape[0])
+
+
 class _Output:
     """The output projection W_o (+ b_o), reading a (batch, H·D + 1) buffer whose last column is 1: with a
     residual r, ``r + out W_oᵀ + b_o`` in one product; without, ``out W_oᵀ + b_o``."""
@@ -233,10 +241,7 @@ class FusedStep:
         self.B, self.H, self.D, self.eps = batch, H, D, float(attn.eps)
         self.momentum = type(attn) is MomentumAttention
         self.beta, self.gamma = (float(attn.beta), float(attn.gamma)) if self.momentum else (0.0, 1.0)
-        weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
-        self.weight_t = weight.t()
-        self.bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
-        self.qkv = weight.new_empty(batch, weight.shape[0])
+        self.weight_t, self.bias, self.qkv = _qkv_projection(attn, batch)
         self.tile = fused_tile(D)
         s, z = state.s, state.z
         self.s = s.reshape(batch * H, D, D).to(torch.float32, copy=True).contiguous()
@@ -279,10 +284,7 @@ class CacheStep:
         n = state.k.shape[2]
         if n > length:
             raise ValueError(f"length ({length}) must be >= the cached positions ({n})")
-        weight = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight]).detach()
-        self.weight_t = weight.t()
-        self.bias = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias]).detach()
-        self.qkv = weight.new_empty(batch, weight.shape[0])
+        self.weight_t, self.bias, self.qkv = _qkv_projection(attn, batch)
         self.q = self.qkv[:, :H * D].view(batch, H, 1, D)
         self.kv = self.qkv[:, H * D:].view(batch, 2, H, 1, D)
         # zeros, not empty: a captured step attends over a masked bucket, and a weight of 0 times a NaN left in

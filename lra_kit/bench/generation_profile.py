@@ -121,24 +121,16 @@ COMPILE_ROUNDS = 3  # alternating eager / compiled rounds of the compile compari
 COMPILE_WARMUP = 8  # compiled calls before timing: the first traces and compiles, the next may recompile once
 
 
-def compile_comparison(model, batch: int, steps: int, device, *, greedy: bool = False) -> dict:
+def compile_comparison(model, batch: int, steps: int, device) -> dict:
     """Milliseconds a step of ``model``'s lean RNN step, eagerly (positions by Python int) and under ``torch.compile``
     (positions by the device counter: fixed shapes), in :data:`COMPILE_ROUNDS` alternating rounds of ``steps`` steps
     (medians, and every round); the seconds the compiled step's first :data:`COMPILE_WARMUP` calls took; whether the
     two drew the same tokens (same generator, same seed)."""
     from lra_kit.attention.decode import CacheStep
 
-    length = COMPILE_WARMUP + COMPILE_ROUNDS * steps + 1
-
-    def build(graph: bool):
-        gen = torch.Generator(device=device).manual_seed(0)
-        prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)
-        from lra_kit.models.decode import Decoder
-
-        return Decoder.after_prompt(model, prompt, length, greedy=greedy, generator=gen, graph=graph)
-
+    positions = COMPILE_WARMUP + COMPILE_ROUNDS * steps
     with torch.inference_mode():
-        eager, graphed = build(False), build(True)
+        eager, graphed = (_decoder(model, batch, positions, device, graph=graph) for graph in (False, True))
         if any(isinstance(layer.attention, CacheStep) for layer in eager.layers):
             raise ValueError("the compile comparison runs the RNNs only (a cache's span changes with the position)")
         # a fresh compile each time: recompiling Decoder.step for a second decoder in one process failed inside
