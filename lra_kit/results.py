@@ -30,13 +30,15 @@ def device_name(device: Any = None) -> str:
 
 
 def git_commit(path: str | None = None) -> str | None:
-    """The commit of the repository holding ``path`` (this package by default), with ``-dirty`` if modified."""
+    """The commit of the repository holding ``path`` (this package by default), with ``-dirty`` if a tracked file
+    outside ``results/`` is modified: the records there are what runs write (a benchmark that appends a second
+    run to its record would otherwise mark that run dirty), not the code that made them."""
     cwd = path or os.path.dirname(os.path.abspath(__file__))
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)results"],
+                               cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("-dirty" if dirty else "")
