@@ -307,15 +307,9 @@ def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
     return (f"On {PAPERS[task][0]} at batch {batch}, on the {machine_label(record)}, the lean step in place of the "
             f"modules' step took the {what} per pixel from "
             f"{pairs(lambda r: r['modules_' + count], lambda r: r.get('launches_per_pixel', r[count]), 0, True)}, "
-            f"and the "
-            f"milliseconds per pixel from "
+            f"and the milliseconds per pixel from "
             f"{pairs(lambda r: r['modules']['ms_per_pixel'], lambda r: r['ms_per_pixel'], 2, False)} "
             f"in the same order ({medians}, over the same pixels).")
-
-__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
-           "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
-           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence",
-           "compile_sentence"]
 
 
 def bound_sentence(record: dict, task: str) -> str | None:
@@ -377,3 +371,9 @@ def live_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
               f"{mark[r['extrapolation']]}{r['time_over_linear']:.2f}",
               f"{r['kernels_per_pixel']:.0f}" if "kernels_per_pixel" in r else "—"] for r in rows]
     return ["method", "pixels timed", "ms/pixel", "÷ linear", "kernels/pixel"], cells
+
+
+__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
+           "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
+           "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence",
+           "compile_sentence", "live_table"]
