@@ -219,3 +219,48 @@ def naive_performer_attention(q, k, v, projection, *, causal=False, key_padding_
         A = A.tril()
     total = A.sum(-1, keepdim=True)
     return torch.where(total > 0, (A @ v) / total.clamp(min=1e-300), torch.zeros_like(A @ v))
+
+
+def naive_lsh_attention(qk, v, *, rotations, chunk_size, causal=False, key_padding_mask=None):
+    """Reformer's LSH attention (Kitaev et al. §2) with loops: each round hashes, sorts the real positions by
+    (bucket, position) and cuts them into chunks; a query's keys are the positions of its chunk and the chunk
+    before (within the round), later ones removed when causal, itself only at a score of -5e4; the rounds'
+    outputs are combined with weights softmax over rounds of each round's log-sum-exp. Padded queries give 0."""
+    B, H, N, D = qk.shape
+    out = torch.zeros(B, H, N, v.shape[-1], dtype=v.dtype)
+    for b in range(B):
+        real = [i for i in range(N) if key_padding_mask is None or not bool(key_padding_mask[b, i])]
+        for h in range(H):
+            x = qk[b, h]
+            keys = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            round_outputs, round_lse = [], []
+            for rotation in rotations.to(x.dtype):
+                rotated = x @ rotation
+                bucket = torch.cat([rotated, -rotated], dim=-1).argmax(dim=-1).tolist()
+                ranked = sorted(real, key=lambda i: (bucket[i], i))
+                chunk = {i: rank // chunk_size for rank, i in enumerate(ranked)}
+                o_r, z_r = torch.zeros(N, v.shape[-1], dtype=v.dtype), torch.zeros(N, dtype=v.dtype)
+                for i in real:
+                    visible = [j for j in real if chunk[j] in (chunk[i], chunk[i] - 1) and (not causal or j <= i)]
+                    scores = torch.stack([x[i] @ keys[j] / math.sqrt(D) if j != i else torch.tensor(-5e4, dtype=x.dtype)
+                                          for j in visible])
+                    z_r[i] = torch.logsumexp(scores, 0)
+                    o_r[i] = torch.exp(scores - z_r[i]) @ v[b, h, visible]
+                round_outputs.append(o_r)
+                round_lse.append(z_r)
+            weights = torch.softmax(torch.stack(round_lse), dim=0)
+            for i in real:
+                out[b, h, i] = sum(w[i] * o[i] for w, o in zip(weights, round_outputs, strict=True))
+    return out
+
+
+def naive_linformer_attention(q, k, v, *, E, F=None, key_padding_mask=None):
+    """Wang et al. eq. 7 written out: each head's keys and values projected along the length by E (k × N) and F
+    (F = E when None), padded rows zeroed first, then softmax(Q (EK)ᵀ/√d)(FV)."""
+    F = E if F is None else F
+    keep = _key_mask(key_padding_mask, k)[:, :, 0, :, None]  # (B, 1, N, 1)
+    N = k.shape[2]
+    Ek = E[..., :N] @ (k * keep)
+    Fv = F[..., :N] @ (v * keep)
+    scores = q @ Ek.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=-1) @ Fv

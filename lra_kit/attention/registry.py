@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 
 import torch.nn as nn
 
+from lra_kit.attention.linformer import LinformerAttention
+from lra_kit.attention.lsh import LSHAttention
 from lra_kit.attention.luna import LunaAttention
 from lra_kit.attention.modules import LinearAttention, MomentumAttention, SoftmaxAttention
 from lra_kit.attention.performer import PerformerAttention
@@ -30,7 +32,10 @@ class AttentionSpec:
     model layer carries p from layer to layer, and the last layer's p is unused unless pooled);
     ``post_norm``: its layer is post-LN only (the configs set ``model.norm="post"`` at every scale);
     ``momentum_connection``: its layer takes the momentum and adaptive connections between layers
-    (Nguyen et al. eqs. 15, 18), which need the attention output V̂ of a residual block.
+    (Nguyen et al. eqs. 15, 18), which need the attention output V̂ of a residual block;
+    ``max_length``: its constructor takes the model's ``max_length`` (parameters the size of the sequence:
+    Linformer's E, F), which the models pass on; ``variant``: the option whose value names a run of it beside
+    the attention's name (LSH's ``n_hashes``: the papers' lsh-1, lsh-4, lsh-8).
     """
 
     name: str
@@ -43,6 +48,8 @@ class AttentionSpec:
     extra_sequence: bool = False
     post_norm: bool = False
     momentum_connection: bool = True
+    max_length: bool = False
+    variant: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
@@ -64,6 +71,13 @@ ATTENTIONS: Mapping[str, AttentionSpec] = name_table(
                   extra_sequence=True, post_norm=True, momentum_connection=False),
     AttentionSpec("performer", PerformerAttention,
                   "FAVOR+ positive orthogonal random features (Choromanski et al. 2021)"),
+    # 64 buckets, chunks of 32: Katharopoulos et al. §4 (lsh-X: X rounds); no recurrent form (their appendix C.1)
+    AttentionSpec("lsh", LSHAttention, "Reformer's LSH attention, shared QK (Kitaev et al. 2020 §2)",
+                  defaults={"n_hashes": 1, "n_buckets": 64, "chunk_size": 32}, step=False, dropout=True,
+                  variant="n_hashes"),
+    # k = 256: Wang et al. §5 and the LRA runs the papers report (Nyströmformer's linformer-256)
+    AttentionSpec("linformer", LinformerAttention, "Linformer's length projections E, F (Wang et al. 2020 eq. 7)",
+                  defaults={"k": 256}, causal=False, step=False, dropout=True, max_length=True),
 )
 
 

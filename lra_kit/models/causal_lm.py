@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from lra_kit.attention import attention_spec
 from lra_kit.models.config import ModelConfig
 from lra_kit.models.decode import decoder_supported
 from lra_kit.models.decode import generate as lean_generate
@@ -37,7 +38,7 @@ class CausalLM(nn.Module):
             raise ValueError(f"output='logistic_mixture' models 8-bit pixels (vocab_size {N_BINS}), got {vocab_size}")
         self.cfg, self.vocab_size, self.max_length = cfg, vocab_size, max_length
         self.embed = Embeddings(cfg, max(vocab_size, pad_id + 1), max_length)
-        self.encoder = Encoder(cfg, causal=True)
+        self.encoder = Encoder(cfg, causal=True, max_length=max_length)
         n_out = vocab_size if cfg.output == "softmax" else 3 * cfg.mixture_components
         self.head = nn.Linear(cfg.d_model, n_out)
 
@@ -83,7 +84,8 @@ class CausalLM(nn.Module):
         hands each layer's final state to the recurrent forms; these then step one new token at a
         time (constant memory per step for linear, momentum and Luna; a key/value cache for
         softmax). ``recurrent=False`` re-runs the parallel model on the whole prefix at every step
-        (the O(n²) reference).
+        (the O(n²) reference); an attention without a recurrent form (``ATTENTIONS[name].step`` False: LSH,
+        whose sort and chunks are redone for every input, Katharopoulos et al. appendix C.1) always does this.
 
         ``lean=True`` (linear, momentum and softmax layers in float32/64) runs each step as
         ``lra_kit.models.decode.Decoder``: the numbers of the modules' ``step`` to rounding (the same
@@ -116,7 +118,7 @@ class CausalLM(nn.Module):
 
     def _generate(self, prompt, max_new_tokens, greedy, temperature, generator, recurrent, lean, cuda_graph):
         tokens = prompt
-        if not recurrent:
+        if not recurrent or not attention_spec(self.cfg.attention).step:
             for _ in range(max_new_tokens):
                 nxt = self._choose(self(tokens)[:, -1], greedy, temperature, generator)
                 tokens = torch.cat([tokens, nxt[:, None]], dim=1)

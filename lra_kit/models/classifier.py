@@ -46,7 +46,7 @@ class LRAClassifier(nn.Module):
         self.cls_id = n_embed if cfg.pooling == "cls" else None
         extra = 1 if cfg.pooling == "cls" else 0
         self.embed = Embeddings(cfg, n_embed + extra, max_length + extra)
-        self.encoder = Encoder(cfg, causal=False)
+        self.encoder = Encoder(cfg, causal=False, max_length=max_length + extra)
         self.head = self.make_head(cfg, num_classes)
 
     def make_head(self, cfg: ModelConfig, num_classes: int) -> nn.Module:

@@ -88,13 +88,20 @@ class ModelConfig:
         return self
 
 
-def attention_kwargs(cfg: ModelConfig, causal: bool) -> dict:
-    """The options ``build_attention`` gets: the config's, plus attention dropout where it exists."""
+def attention_kwargs(cfg: ModelConfig, causal: bool, max_length: int | None = None) -> dict:
+    """The options ``build_attention`` gets: the config's, plus attention dropout where it exists, plus the
+    model's ``max_length`` for an attention whose parameters have the length's size (Linformer's E, F)."""
     from lra_kit.attention import attention_spec
 
+    spec = attention_spec(cfg.attention)
     options = dict(cfg.attention_options)
-    if attention_spec(cfg.attention).dropout:
+    if spec.dropout:
         options.setdefault("dropout", cfg.attention_dropout)
+    if spec.max_length:
+        if max_length is None and "max_length" not in options:
+            raise ValueError(f"attention {cfg.attention!r} needs the model's max_length (its projections have "
+                             "the sequence's length): build it through a model, or set attention_options['max_length']")
+        options.setdefault("max_length", max_length)
     return dict(options, causal=causal)
 
 

@@ -112,13 +112,14 @@ class FeedForward(nn.Sequential):
 class TransformerLayer(nn.Module):
     """Attention + FFN with a residual, momentum or adaptive-momentum connection (see the module docstring)."""
 
-    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False, max_length: int | None = None):
         super().__init__()
         if cfg.connection == "adaptive" and cfg.adaptive_over == "sample" and causal:
             raise ValueError("adaptive_over='sample' lets each position see the whole sample; a causal model "
                              "needs adaptive_over='token'")
         self.cfg = cfg
-        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
+        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads,
+                                    **attention_kwargs(cfg, causal, max_length))
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)
@@ -188,10 +189,11 @@ class LunaLayer(nn.Module):
     (``self.p``, l × d) and the P that comes in is ignored; nothing is packed forward.
     """
 
-    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False, max_length: int | None = None):
         super().__init__()
         self.cfg, self.causal = cfg, causal
-        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads, **attention_kwargs(cfg, causal))
+        self.attn = build_attention(cfg.attention, cfg.d_model, cfg.n_heads,
+                                    **attention_kwargs(cfg, causal, max_length))
         self.norm1, self.norm2, self.norm_p = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)
@@ -229,13 +231,16 @@ class Encoder(nn.Module):
     only with ``embed_norm`` and the sinusoids only with ``position="sinusoidal"``.
     """
 
-    def __init__(self, cfg: ModelConfig, *, causal: bool = False):
+    def __init__(self, cfg: ModelConfig, *, causal: bool = False, max_length: int | None = None):
         super().__init__()
         cfg.validate()
         self.cfg, self.causal = cfg, causal
         carries_p = attention_spec(cfg.attention).extra_sequence
         Layer = LunaLayer if carries_p else TransformerLayer
-        self.layers = nn.ModuleList(Layer(cfg, causal=causal) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(Layer(cfg, causal=causal, max_length=max_length) for _ in range(cfg.layers))
+        for layer in self.layers[1:]:  # parameters shared across layers (Linformer's layerwise E)
+            if hasattr(layer.attn, "share_across_layers"):
+                layer.attn.share_across_layers(self.layers[0].attn)
         self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.final_norm else nn.Identity()
         self.p0 = None
         if carries_p and not causal:

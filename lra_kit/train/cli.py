@@ -42,6 +42,10 @@ def _train(args) -> int:
     connection = args.connection or file_values.get("connection", "residual")
     cfg = get_config(task, attention, scale, connection, preset)
     merge_dict(cfg, {k: v for k, v in file_values.items() if k not in CHOSEN_BY_FLAGS})
+    if args.n_hashes is not None:
+        if attention != "lsh":
+            raise ConfigError(f"--n-hashes is LSH attention's rounds of hashing (--attention lsh), not {attention}'s")
+        cfg.model.attention_options["n_hashes"] = args.n_hashes
     apply_overrides(cfg, args.set)
     out = args.out or default_run_dir(cfg)
     check_writable(out, directory=True)  # before the data is loaded, not after the run
@@ -167,6 +171,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS),
                    help="a named reduced scale (PRESETS of train/paper_configs.py), e.g. lra-cpu: LRA on a CPU "
                         "in minutes")
+    p.add_argument("--n-hashes", type=int, metavar="N",
+                   help="LSH attention's rounds of hashing (the papers' lsh-1, lsh-4, lsh-8; default 1)")
     p.add_argument("--connection", choices=CONNECTIONS,
                    help="residual (default), momentum (eq. 15) or adaptive (eq. 18) connection, β̃/γ̃ from Table 1")
     p.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<task>-<attention>-<scale>)")

@@ -92,7 +92,18 @@ class ExperimentConfig:
         of one comparison are recorded side by side)."""
         suffix = "" if self.connection == "residual" else f"+{self.connection}"
         seed = f"-seed{self.train.seed}" if self.train.seed else ""
-        return f"{self.task}-{self.attention}{suffix}-{self.scale_name}{seed}"
+        return f"{self.task}-{self.attention_label}{suffix}-{self.scale_name}{seed}"
+
+    @property
+    def attention_label(self) -> str:
+        """The attention's name, with the option that names its variant where it has one: ``lsh-4`` for LSH with
+        4 rounds of hashing, as Katharopoulos et al. write lsh-X (``AttentionSpec.variant``)."""
+        from lra_kit.attention import attention_spec
+
+        variant = attention_spec(self.attention).variant
+        if variant is None:
+            return self.attention
+        return f"{self.attention}-{self.model.attention_options.get(variant)}"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -35,6 +35,7 @@ from lra_kit.train.config_schema import (
 )
 from lra_kit.train.paper_configs import (
     ATTENTION_OPTIONS,
+    TASK_ATTENTION_OPTIONS,
     CIFAR10,
     CONNECTION,
     COPY,
@@ -70,6 +71,7 @@ def _attention_options(task: str, attention: str) -> dict:
         row = CONNECTION[task]
         options.update(beta=row["beta"], gamma=row["gamma"])
     options.update(ATTENTION_OPTIONS.get(attention, {}))
+    options.update(TASK_ATTENTION_OPTIONS.get(attention, {}).get(task, {}))
     return options
 
 
@@ -186,6 +188,10 @@ def get_config(task: str, attention: str, scale: str | None = None, connection: 
                               f"got {scale!r}")
         scale = base
     scale = get_scale(scale)
+    if task in LM_TASKS and not attention_spec(attention).causal:
+        causal = ", ".join(name for name, row in ATTENTIONS.items() if row.causal)
+        raise ConfigError(f"{task} trains a causal language model, and {attention} has no causal form; "
+                          f"attentions with one: {causal}")
     cfg = _RECIPES[task_spec(task).suite](task, attention, scale)
     if scale != "paper":
         _shrink(cfg)

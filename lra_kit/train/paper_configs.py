@@ -55,6 +55,21 @@ LUNA_P_LENGTH = 16  # --encoder-projection-length, README default
 # Options the papers' runs give an attention beyond the registry's defaults, written into every config so that a
 # recorded run states them: Luna's models project keys and values separately (docs/reference-implementations.md §3).
 ATTENTION_OPTIONS = {"luna": {"tie_kv": False}}
+# The baselines' options per task, as the papers ran them (Katharopoulos et al. §4, appendix; Nguyen et al. Table 4
+# and Ma et al. Table 2 report LRA Reformer/Linformer runs of the Nyströmformer LRA code, LRA/code/lra_config.py at
+# mlpen/Nystromformer 5689313: "reformer-2" and "linformer-256"):
+# - LSH on images: 64 buckets, chunks of 29 (MNIST, 27 chunks for 783 positions) and 37 (CIFAR-10, 83 chunks);
+# - LSH on LRA: 2 rounds, Hugging Face's LSHSelfAttention defaults (chunks of 64, and buckets set from the length,
+#   2^floor(log2(2·N/64)): 64 at LRA's 2,000 ListOps tokens and 4,000 Text/Retrieval bytes, 32 at 1,024 pixels);
+# - Linformer on LRA: k = 256; the Nyströmformer code shares one E across layers and between keys and values
+#   (a class attribute), Wang et al.'s "layerwise" sharing but for keeping one E per head.
+TASK_ATTENTION_OPTIONS = {
+    "lsh": {"mnist": {"chunk_size": 29}, "cifar10": {"chunk_size": 37},
+            **{task: {"n_hashes": 2, "chunk_size": 64, "n_buckets": 64} for task in ("listops", "text", "retrieval")},
+            **{task: {"n_hashes": 2, "chunk_size": 64, "n_buckets": 32} for task in ("image", "pathfinder")}},
+    "linformer": {task: {"k": 256, "sharing": "layerwise"}
+                  for task in ("listops", "text", "retrieval", "image", "pathfinder")},
+}
 
 # Nguyen et al. Table 1 (= the authors' READMEs, docs/reference-implementations.md §5): momentum
 # attention β, γ; momentum connection β̃, γ̃ ("momentum/stepsize in momentum connection"); adaptive γ̃.
@@ -233,5 +248,5 @@ PRESETS = {
 }
 
 
-__all__ = ["ATTENTION_OPTIONS", "CIFAR10", "CONNECTION", "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA",
+__all__ = ["ATTENTION_OPTIONS", "TASK_ATTENTION_OPTIONS", "CIFAR10", "CONNECTION", "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA",
            "PRESETS", "SMALL"]

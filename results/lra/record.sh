@@ -5,6 +5,7 @@
 # For each task: every attention first, then that task's controls. A finished run is skipped.
 # PRESET=lra-cpu-long bash results/lra/record.sh image [ATTENTION[@SEED]...]: the longer runs (no controls), e.g.
 # PRESET=lra-cpu-2h bash results/lra/record.sh text softmax softmax@1 linear; a seed other than 0 is in the record's name;
+# PRESET=lra-cpu-2h bash results/lra/record.sh listops lsh-2 linformer: the baselines (lsh-X: X rounds of hashing);
 # PRESET=lra-cpu-2h bash results/lra/record.sh listops first-64-tokens: softmax on each expression's first 64 tokens;
 # the controls unnormalised, pixel0-padding (linear) and p-pooling (Luna) are named the same way, e.g.
 # PRESET=lra-cpu-long bash results/lra/record.sh image unnormalised pixel0-padding.
@@ -13,12 +14,13 @@ export OMP_NUM_THREADS=1
 run() {  # run TASK ATTENTION[@SEED] [--control NAME] [extra lra-kit train options...]
     local task=$1 name=${2%@*} seed=0; [ "$2" != "$name" ] && seed=${2#*@}; shift 2
     local seedname=""; [ "$seed" != 0 ] && seedname="-seed$seed"
-    local attention=$name connection=()
-    if [ "$name" = adaptive ]; then attention=momentum; connection=(--connection adaptive); fi
+    local attention=$name connection=() label=$name
+    if [ "$name" = adaptive ]; then attention=momentum; label=momentum; connection=(--connection adaptive); fi
+    case "$name" in lsh-[0-9]*) attention=lsh; connection=(--n-hashes "${name#lsh-}");; esac  # lsh-X: X rounds
     local recdir=results record=lra
     if [ "${1:-}" = --control ]; then recdir=results/lra/controls; record=$2; shift 2; fi
     local suffix=""; [ "$name" = adaptive ] && suffix="+adaptive"
-    if [ -f "$recdir/$record/$task-$attention$suffix-$PRESET$seedname.json" ]; then
+    if [ -f "$recdir/$record/$task-$label$suffix-$PRESET$seedname.json" ]; then
         echo "skip $task $name$seedname $record"; return
     fi
     "${PYTHON:-python}" -m lra_kit train --task "$task" --attention "$attention" "${connection[@]}" --preset "$PRESET" \
