@@ -211,3 +211,18 @@ def test_generation_reruns_the_prefix():
             by_hand = torch.cat([by_hand, model(by_hand)[:, -1].argmax(-1, keepdim=True)], dim=1)
     assert torch.equal(tokens, by_hand)
     assert isinstance(model.encoder.layers[0].attn, LSHAttention)
+
+
+def test_runs_are_named_lsh_x_and_take_the_papers_options():
+    """A run of LSH with X rounds is named lsh-X (Katharopoulos et al.'s name); the configs carry the papers' options:
+    chunks of 29 on MNIST, 2 rounds and chunks of 64 on LRA (the Nyströmformer code's reformer-2 with Hugging Face's
+    defaults), buckets from the length there."""
+    from lra_kit.train.configs import get_config
+    from lra_kit.train.paper_configs import hf_lsh_buckets
+
+    assert get_config("copy", "lsh", "smoke").name == "copy-lsh-1-smoke"
+    assert get_config("mnist", "lsh", "paper").model.attention_options["chunk_size"] == 29
+    lra = get_config("listops", "lsh", preset="lra-cpu-2h")
+    assert lra.name == "listops-lsh-2-lra-cpu-2h"
+    assert lra.model.attention_options == {"n_hashes": 2, "n_buckets": 32, "chunk_size": 64}
+    assert [hf_lsh_buckets(n) for n in (1024, 2000, 4000, 4096)] == [32, 32, 64, 128]

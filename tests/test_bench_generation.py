@@ -91,9 +91,9 @@ def test_models_are_the_papers():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "lsh")), "methods"),
+    (dict(tasks=("svhn",)), "tasks"), (dict(methods=("softmax", "nystrom")), "methods"),
     (dict(methods=tuple(m for m in METHODS if m != "linear")), "linear"), (dict(batches=(0,)), "batches"),
-    (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"lsh": 3}), "max_pixels"),
+    (dict(max_pixels={"linear": 0}), "max_pixels"), (dict(max_pixels={"nystrom": 3}), "max_pixels"),
     (dict(budget_s=0), "budget_s"), (dict(max_batch=0), "max_batch"), (dict(repeats=0), "repeats"),
 ])
 def test_bad_arguments_are_refused_before_any_work(kwargs, match):

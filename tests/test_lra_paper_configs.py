@@ -33,7 +33,7 @@ def test_lra_cpu_keeps_the_momentum_model_and_says_what_it_shrinks(attention):
     assert (cpu.model.layers, cpu.model.d_model, cpu.model.d_ff, cpu.model.n_heads, cpu.model.pooling) == \
         (paper.layers, paper.d_model, paper.d_ff, paper.n_heads, paper.pooling)
     assert cpu.scale == PRESETS["lra-cpu"]["base"] and cpu.scale_name == "lra-cpu"
-    assert cpu.name == f"image-{attention}-lra-cpu"
+    assert cpu.name == f"image-{cpu.attention_label}-lra-cpu"
     assert PRESETS["lra-cpu"]["shrunk"] in cpu.source
     assert cpu.train.steps < get_config("image", attention, "paper").train.steps
 

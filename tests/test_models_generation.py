@@ -16,11 +16,16 @@ from lra_kit.models.layers import returns_final_state
 # connection, momentum attention takes another β, γ (Nguyen et al. Table 1: the MNIST row, then ListOps's).
 OPTIONS = {"momentum": {"beta": 0.6, "gamma": 0.9}, "performer": {"n_features": 16}}
 OPTIONS_WITH_CONNECTION = {**OPTIONS, "momentum": {"beta": 0.1, "gamma": 0.6}}
-# Every attention with residual connections; each one whose layer takes the momentum connections, with each.
-CASES = [(name, OPTIONS.get(name, {}), "residual") for name in attention_names()] + [
-    (name, OPTIONS_WITH_CONNECTION.get(name, {}), connection) for name in attention_names()
+# Every attention with a causal form (a language model needs one), with residual connections; each one whose layer
+# takes the momentum connections, with each.
+CAUSAL = [name for name in attention_names() if attention_spec(name).causal]
+CASES = [(name, OPTIONS.get(name, {}), "residual") for name in CAUSAL] + [
+    (name, OPTIONS_WITH_CONNECTION.get(name, {}), connection) for name in CAUSAL
     if attention_spec(name).momentum_connection for connection in CONNECTIONS if connection != "residual"]
 CASE_IDS = [f"{name}-{connection}" for name, _, connection in CASES]
+# ... of which those with a recurrent step (LSH has none: generation re-runs the prefix, tested above)
+STEPPED = [case for case in CASES if attention_spec(case[0]).step]
+STEPPED_IDS = [f"{name}-{connection}" for name, _, connection in STEPPED]
 
 
 def lm(attention, options, connection, **kw) -> CausalLM:
@@ -44,7 +49,7 @@ def test_recurrent_generation_equals_parallel(attention, options, connection):
     assert torch.equal(fast, slow)
 
 
-@pytest.mark.parametrize("attention,options,connection", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("attention,options,connection", STEPPED, ids=STEPPED_IDS)
 def test_step_outputs_match_parallel_outputs(attention, options, connection):
     model = lm(attention, options, connection).eval()
     ids = torch.randint(0, 11, (2, 17))
@@ -58,7 +63,7 @@ def test_step_outputs_match_parallel_outputs(attention, options, connection):
     torch.testing.assert_close(torch.stack(steps, 1), parallel, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("attention,options,connection", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("attention,options,connection", STEPPED, ids=STEPPED_IDS)
 @pytest.mark.parametrize("m", [1, 9, 17])
 def test_prefill_then_step_equals_parallel_and_stepping(attention, options, connection, m):
     """Prefill m positions in one call, step the rest: the same log-probabilities as the parallel
@@ -92,7 +97,7 @@ def counted(forward, calls):
     return wrapper
 
 
-@pytest.mark.parametrize("attention", attention_names())
+@pytest.mark.parametrize("attention", [name for name in CAUSAL if attention_spec(name).step])
 def test_prefill_uses_the_parallel_form(attention, monkeypatch):
     """The prompt goes through attention in one call per layer, not one step per token."""
     model = lm(attention, {}, "residual").eval()
@@ -114,7 +119,7 @@ def test_prefill_uses_the_parallel_form(attention, monkeypatch):
     assert torch.equal(model.generate(prompt, 5, greedy=True), reference)
 
 
-@pytest.mark.parametrize("attention", attention_names())
+@pytest.mark.parametrize("attention", [name for name in CAUSAL if attention_spec(name).step])
 def test_recurrent_state_does_not_grow_unless_it_is_a_kv_cache(attention):
     """A recurrent state (linear, momentum, Luna, Performer) has one size however long the sequence; softmax's
     key/value cache grows by exactly one key and one value per layer and position."""

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from lra_kit.attention import attention_names
+from lra_kit.attention import attention_names, attention_spec
 from lra_kit.data import task_names, task_spec
 from lra_kit.errors import ConfigError
-from lra_kit.train.configs import SMALL, TASKS, apply_overrides, from_dict, get_config, merge_dict, validate
+from lra_kit.train.configs import LM_TASKS, SMALL, TASKS, apply_overrides, from_dict, get_config, merge_dict, validate
 from lra_kit.train.trainer import Trainer
 
 BAD_OVERRIDES = [  # (override, words the message must contain)
@@ -94,6 +94,10 @@ def test_numbers_are_converted_only_where_exact():
 @pytest.mark.parametrize("scale", ["smoke", "book", "paper"])
 def test_every_shipped_config_validates_and_uses_per_token_adaptive_norms(task, scale):
     for attention in attention_names():
+        if task in LM_TASKS and not attention_spec(attention).causal:  # a language model needs a causal form
+            with pytest.raises(ConfigError, match=f"{attention} has no causal form"):
+                get_config(task, attention, scale)
+            continue
         cfg = validate(get_config(task, attention, scale))
         assert cfg.model.adaptive_over == "token"  # one reading of eq. 18 everywhere; "sample" is an option
 

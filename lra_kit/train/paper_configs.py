@@ -23,7 +23,7 @@ Tables keyed by task hold one row per task of their paper; the list of tasks its
 """
 from __future__ import annotations
 
-from lra_kit.data.registry import LRA_TASKS
+from lra_kit.data.registry import LRA_TASKS, task_spec
 
 # Nyströmformer LRA/code/lra_config.py (docs/reference-implementations.md §8).
 # eval_batches = num_eval_steps; micro = gpu_memory (the per-GPU micro-batch).
@@ -59,16 +59,23 @@ ATTENTION_OPTIONS = {"luna": {"tie_kv": False}}
 # and Ma et al. Table 2 report LRA Reformer/Linformer runs of the Nyströmformer LRA code, LRA/code/lra_config.py at
 # mlpen/Nystromformer 5689313: "reformer-2" and "linformer-256"):
 # - LSH on images: 64 buckets, chunks of 29 (MNIST, 27 chunks for 783 positions) and 37 (CIFAR-10, 83 chunks);
-# - LSH on LRA: 2 rounds, Hugging Face's LSHSelfAttention defaults (chunks of 64, and buckets set from the length,
-#   2^floor(log2(2·N/64)): 64 at LRA's 2,000 ListOps tokens and 4,000 Text/Retrieval bytes, 32 at 1,024 pixels);
+# - LSH on LRA: 2 rounds and Hugging Face's LSHSelfAttention defaults, which that code leaves in place: chunks of
+#   64, and buckets set from the sequence's length (hf_lsh_buckets);
 # - Linformer on LRA: k = 256; the Nyströmformer code shares one E across layers and between keys and values
 #   (a class attribute), Wang et al.'s "layerwise" sharing but for keeping one E per head.
+HF_LSH_CHUNK = 64
+
+
+def hf_lsh_buckets(length: int, chunk: int = HF_LSH_CHUNK) -> int:
+    """Hugging Face's ``ReformerConfig(num_buckets=None)`` rule: 2·N/chunk rounded down to a power of two."""
+    return 2 ** ((2 * (length // chunk)).bit_length() - 1)
+
+
 TASK_ATTENTION_OPTIONS = {
     "lsh": {"mnist": {"chunk_size": 29}, "cifar10": {"chunk_size": 37},
-            **{task: {"n_hashes": 2, "chunk_size": 64, "n_buckets": 64} for task in ("listops", "text", "retrieval")},
-            **{task: {"n_hashes": 2, "chunk_size": 64, "n_buckets": 32} for task in ("image", "pathfinder")}},
-    "linformer": {task: {"k": 256, "sharing": "layerwise"}
-                  for task in ("listops", "text", "retrieval", "image", "pathfinder")},
+            **{task: {"n_hashes": 2, "chunk_size": HF_LSH_CHUNK, "n_buckets": hf_lsh_buckets(task_spec(task).length)}
+               for task in LRA_TASKS}},
+    "linformer": {task: {"k": 256, "sharing": "layerwise"} for task in LRA_TASKS},
 }
 
 # Nguyen et al. Table 1 (= the authors' READMEs, docs/reference-implementations.md §5): momentum
@@ -248,5 +255,5 @@ PRESETS = {
 }
 
 
-__all__ = ["ATTENTION_OPTIONS", "TASK_ATTENTION_OPTIONS", "CIFAR10", "CONNECTION", "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA",
-           "PRESETS", "SMALL"]
+__all__ = ["ATTENTION_OPTIONS", "HF_LSH_CHUNK", "TASK_ATTENTION_OPTIONS", "hf_lsh_buckets", "CIFAR10", "CONNECTION",
+           "COPY", "LUNA_LRA", "LUNA_P_LENGTH", "MNIST", "MOMENTUM_LRA", "PRESETS", "SMALL"]

@@ -20,9 +20,11 @@ import torch
 
 from lra_kit.attention import ATTENTIONS as REGISTRY
 from lra_kit.attention.heads import split_heads
+from lra_kit.attention.lsh import LSHAttention
 from lra_kit.attention.luna import LunaAttention, pack_activation
 from lra_kit.attention.modules import LinearAttention, MomentumAttention, SoftmaxAttention
 from lra_kit.attention.naive import (
+    naive_lsh_attention,
     naive_causal_mean_product,
     naive_linear_attention,
     naive_momentum_attention,
@@ -221,8 +223,19 @@ def _luna_weights(attn, x: torch.Tensor, p: torch.Tensor | None) -> torch.Tensor
 # module type, not isinstance: a subclass may compute something else, and a wrong map would look plausible.
 # A registered attention with no entry here (Performer) is left out of ATTENTIONS, so a new row of the registry
 # needs no edit in this file; drawing its weights is one oracle and one entry.
+def _lsh_weights(attn, x: torch.Tensor, p=None) -> torch.Tensor:
+    """LSH's weights with its fixed (eval) rotations: the loop oracle on V = I (its output is linear in V)."""
+    if attn.training or attn.look_back != "round":
+        raise TypeError("LSHAttention's weights are those of its fixed rotations in eval mode, with look_back='round'")
+    with torch.no_grad():
+        qk = split_heads(attn.W_q.double()(x), attn.n_heads)
+        attn.W_q.float()
+    eye = torch.eye(x.shape[1], dtype=torch.float64).expand(*qk.shape[:2], x.shape[1], x.shape[1])
+    return naive_lsh_attention(qk, eye, rotations=attn.rotations.double(), chunk_size=attn.chunk_size, causal=True)
+
+
 _WEIGHTS = {SoftmaxAttention: _softmax_weights, LinearAttention: _linear_weights,
-            MomentumAttention: _momentum_weights, LunaAttention: _luna_weights}
+            MomentumAttention: _momentum_weights, LunaAttention: _luna_weights, LSHAttention: _lsh_weights}
 ATTENTIONS = tuple(name for name, spec in REGISTRY.items() if spec.module in _WEIGHTS)  # in the registry's order
 
 
