@@ -4,7 +4,10 @@
 
 On a CPU (the papers' methods): forward+backward of softmax through SDPA (causal, the baseline of the causal
 methods; and non-causal, Luna's baseline), causal linear attention (Katharopoulos eq. 9 with the constant-memory
-gradient), causal momentum attention (Nguyen eq. 13), causal Performer, and Luna (pack+unpack, non-causal). Then
+gradient), causal momentum attention (Nguyen eq. 13), causal Performer, and Luna (pack+unpack, non-causal); and the
+papers' baselines: Reformer's LSH attention with 1, 4 and 8 rounds (``lsh1_causal`` …: shared QK, 64 buckets, chunks
+of 32; against causal SDPA, as Katharopoulos et al. Fig. 1) and Linformer (``linformer``: k = 256; against
+non-causal SDPA, as Ma et al. Table 3). Then
 prefill: the causal forward over a prompt, in tokens/s, against SDPA writing the prompt's keys and values into a
 KV cache.
 
@@ -60,8 +63,11 @@ from lra_kit.attention import (
     LunaAttention,
     elu_plus_one,
     linear_attention,
+    linformer_attention,
+    lsh_attention,
     momentum_attention,
     performer_attention,
+    random_rotations,
     softmax_attention,
 )
 from lra_kit.attention.naive import naive_cumulative_state_linear_attention
@@ -73,7 +79,12 @@ from lra_kit.atomic import check_writable
 from lra_kit.results import make_results, write_results
 from lra_kit.bench.entry import module_main
 
-METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna")
+METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna",
+           "lsh1_causal", "lsh4_causal", "lsh8_causal", "linformer")
+# The papers' baselines (Katharopoulos et al. Fig. 1: lsh-1/4/8, causal; Ma et al. Table 3: Linformer, non-causal):
+# LSH with 64 buckets and chunks of 32 (Katharopoulos et al. §4), Linformer with k = 256, one E and F per layer.
+LSH_ROUNDS = {"lsh1_causal": 1, "lsh4_causal": 4, "lsh8_causal": 8}
+LINFORMER_K = 256
 # What a GPU user compares, each called as its users call it (the module docstring).
 GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
@@ -81,12 +92,15 @@ GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_line
 EXTRA_METHODS = ("linear_cumulative_states",)
 ALL_METHODS = METHODS + GPU_METHODS + EXTRA_METHODS
 SDPA_PINNED = {"sdpa_flash": "flash", "sdpa_cudnn": "cudnn"}  # method → the one SDPA backend it may use
-BASELINE = {m: "sdpa_causal" for m in ALL_METHODS if m not in ("sdpa_causal", "sdpa", "luna", *SDPA_PINNED)} | {
-    "luna": "sdpa"}
+NON_CAUSAL = ("sdpa", "luna", "linformer")
+BASELINE = {m: "sdpa_causal" for m in ALL_METHODS if m not in ("sdpa_causal", *NON_CAUSAL, *SDPA_PINNED)} | {
+    "luna": "sdpa", "linformer": "sdpa"}
 PLAIN_OF = {"momentum_causal": "linear_causal", "momentum": "linear"}
 FLA = "fla_chunk_linear"
 OURS = (*PLAIN_OF.values(), *PLAIN_OF)  # ours, plain and momentum: the rows compared with fla's and SDPA's
-CAUSAL_METHODS = tuple(m for m in ALL_METHODS if m not in ("sdpa", "luna", "linear_cumulative_states"))
+CAUSAL_METHODS = tuple(m for m in ALL_METHODS if m not in (*NON_CAUSAL, "linear_cumulative_states"))
+# Causal methods with no recurrent state to prefill (LSH: Katharopoulos et al. appendix C.1)
+NO_STATE = tuple(LSH_ROUNDS)
 PREFILL_BASELINE = "sdpa_kv_cache"
 SDPA_BACKENDS = ("auto", "flash", "cudnn", "efficient", "math")
 DEFAULTS = {  # (lengths, batch, heads, dtype) per device type
@@ -241,9 +255,36 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
         "linear_causal": pytorch_path(linear),
         "momentum_causal": pytorch_path(momentum),
         "performer_causal": lambda q, k, v: performer_attention(q, k, v, feature_map=_favor(q), causal=True)[0],
+        **{m: functools.partial(_lsh, n_hashes=r) for m, r in LSH_ROUNDS.items()},
+        "linformer": _linformer,
         "linear_cumulative_states": naive_cumulative_state_linear_attention,
         FLA: lambda q, k, v: fla_chunk_linear(q, k, v, final_state=final_state),
     }[method]
+
+
+def _lsh(q, k, v, *, n_hashes: int):
+    """Shared-QK LSH attention as the LSH rows run it: q is the shared query/key (k is not read), 64 buckets."""
+    rotations = _rotations_for(n_hashes, q.shape[-1], str(q.device))
+    return lsh_attention(q, v, rotations=rotations, chunk_size=32, causal=True)
+
+
+@functools.cache
+def _rotations_for(n_hashes: int, dim: int, device: str) -> torch.Tensor:
+    # fixed, as in eval; training draws new ones (a randn of n_hashes·dim·32 numbers, nothing next to the attention)
+    return random_rotations(n_hashes, dim, 64, generator=torch.Generator().manual_seed(dim), device=device)
+
+
+def _linformer(q, k, v):
+    """Linformer with k = 256 and one E, F per layer (their gradients computed, as a model's parameters)."""
+    E, F = _projections_for(q.shape[2], str(q.device), q.dtype)
+    return linformer_attention(q, k, v, E=E, F=F)
+
+
+@functools.cache
+def _projections_for(n: int, device: str, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(n)
+    return tuple(torch.empty(LINFORMER_K, n).uniform_(-LINFORMER_K ** -0.5, LINFORMER_K ** -0.5, generator=g)
+                 .to(device, dtype).requires_grad_() for _ in range(2))
 
 
 @functools.cache
@@ -305,7 +346,7 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
 def prefill_methods(methods) -> tuple[str, ...]:
     """SDPA with a KV cache, then every causal method of the run except SDPA itself."""
     return (PREFILL_BASELINE,) + tuple(m for m in methods if m in CAUSAL_METHODS and not m.startswith("sdpa")
-                                       and m != "linear_cumulative_states")
+                                       and m != "linear_cumulative_states" and m not in NO_STATE)
 
 
 def make_prefill(method: str, *, B, H, N, D, dtype, device, beta, sdpa_backend="auto") -> Callable[[], None]:
