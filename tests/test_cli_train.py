@@ -107,3 +107,20 @@ def test_user_errors_print_a_message_not_a_traceback(tmp_path, monkeypatch, caps
                  "--out", str(tmp_path / "run"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "error" in err and "mnist" in err and "Traceback" not in err
+
+
+def test_the_baselines_train_through_the_cli(tmp_path, capsys):
+    """The papers' baselines from the command line: LSH with its rounds named as the papers write them (lsh-2), and
+    Linformer; a record named after each. --n-hashes with another attention is an error."""
+    for argv, name in ((["--task", "listops", "--attention", "lsh", "--n-hashes", "2"], "listops-lsh-2-smoke"),
+                       (["--task", "listops", "--attention", "linformer"], "listops-linformer-smoke")):
+        assert main(["train", *argv, "--scale", "smoke", "--out", str(tmp_path / name), "--set", "train.steps=3",
+                     "--set", "train.eval_every=3", "--no-progress", "--record", "cli-test", "--record-dir",
+                     str(tmp_path / "results")]) == 0
+        record = json.loads((tmp_path / "results" / "cli-test" / f"{name}.json").read_text())
+        assert record["steps"] == 3 and record["config"]["attention"] in name
+    assert record["config"]["model"]["attention_options"]["k"] == 256
+    capsys.readouterr()
+    assert main(["train", "--task", "listops", "--attention", "linear", "--n-hashes", "2", "--scale", "smoke",
+                 "--out", str(tmp_path / "x")]) == 1  # a ConfigError: exit status 1, the message on stderr
+    assert "--n-hashes" in capsys.readouterr().err
