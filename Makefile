@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# CPU wheel of PyTorch; installed first so that no CUDA build is pulled in by a range.
+# PyTorch, pinned and installed first, so that no dependency's range pulls in another version. From PyPI on
+# Linux this is the CUDA build; the CPU wheel is on PyTorch's own index:
+# `PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu make test` (docs/running.md, What they download).
 TORCH  ?= torch==2.13.0
 LRA_KIT_SCALE_TEST ?= smoke
 LRA_KIT_SCALE_BOOK ?= book
@@ -14,7 +16,9 @@ LRA_KIT_SCALE_BOOK ?= book
 # beside the build the two OpenMP threads wait on each other at every small op: 205 s against 6 s. The copy
 # page's live cell then outlived the 600 s cell timeout; nbclient shut the kernel down, and the kernel's late
 # reply logged "ZMQError: Socket operation on non-socket" (a symptom of the timeout, not its cause).
-NOTEBOOK_THREADS ?= 1
+# The package makes the same choice without make: LRA_KIT_THREADS, default 1 (lra_kit/threads.py), which the
+# book's Sphinx extension exports to its kernels and `lra-kit` applies; nbval's kernels get it from here.
+NOTEBOOK_THREADS ?= $(or $(LRA_KIT_THREADS),1)
 # The offline datasets (tests marked `data`; docs/data-provenance.md): an optional default path,
 # used when present and LRA_KIT_DATA is not set.
 ifneq ($(wildcard ../shared/data),)
@@ -69,13 +73,14 @@ data: $(VENV)/.test
 ## different attention head in chapter 7. `ATEN_CPU_CAPABILITY=avx2 make nbval` (or `=default`, and
 ## `make book` the same way) runs the pages as a CPU without AVX-512 would.
 nbval: $(VENV)/.test data
-	rm -rf $(NBVAL_DIR)
-	mkdir -p $(NBVAL_DIR)/book $(NBVAL_DIR)/notebooks
-	# mirror the layout with links, so that a notebook's relative paths (its own .md, ../results,
-	# ../lra_kit) resolve from $(NBVAL_DIR)/<dir> exactly as from <dir>
-	for f in book/* notebooks/*; do [ -e "$$f" ] && ln -s ../../$$f $(NBVAL_DIR)/$$f; done; true
-	for f in results lra_kit references.bib; do ln -s ../$$f $(NBVAL_DIR)/$$f; done
-	for f in $(TEXT_NOTEBOOKS); do \
+	@rm -rf $(NBVAL_DIR)
+	@mkdir -p $(NBVAL_DIR)/book $(NBVAL_DIR)/notebooks
+	@# mirror the layout with links, so that a notebook's relative paths (its own .md, ../results,
+	@# ../lra_kit) resolve from $(NBVAL_DIR)/<dir> exactly as from <dir>
+	@for f in book/* notebooks/*; do [ -e "$$f" ] && ln -s ../../$$f $(NBVAL_DIR)/$$f; done; true
+	@for f in results lra_kit references.bib; do ln -s ../$$f $(NBVAL_DIR)/$$f; done
+	@echo "make nbval: $(words $(TEXT_NOTEBOOKS)) text notebooks converted into $(NBVAL_DIR)/ (jupytext), run at LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST)"
+	@for f in $(TEXT_NOTEBOOKS); do \
 	  $(PY) -m jupytext --quiet --to ipynb --output $(NBVAL_DIR)/$${f%.md}.ipynb $$f || exit 1; \
 	done
 	OMP_NUM_THREADS=$(NOTEBOOK_THREADS) LRA_KIT_SCALE=$(LRA_KIT_SCALE_TEST) $(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \

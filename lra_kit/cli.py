@@ -15,6 +15,7 @@ import os
 import sys
 
 from lra_kit.errors import LraKitError
+from lra_kit.threads import use_threads
 
 # name of the sub-command group -> module that defines add_parser(subparsers)
 _COMMAND_MODULES = (
@@ -33,7 +34,8 @@ EPILOG = """examples:
   lra-kit generate runs/copy-linear
   lra-kit data stats pathfinder --grid pathfinder.png
   lra-kit data generate listops --out data/listops-1000
-  lra-kit bench attention --lengths 1024 2048 4096 --json results/bench/attention-cpu.json
+  lra-kit bench attention --lengths 1024 2048 4096 --json /tmp/attention.json   # not into results/: the records
+  LRA_KIT_THREADS=2 lra-kit train --task copy --attention linear --scale book   # two PyTorch threads (default 1)
   lra-kit report --check                      # is the README's table of reproductions up to date?
 """
 
@@ -45,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="PyTorch intra-op threads (default: $LRA_KIT_THREADS, else $OMP_NUM_THREADS, else 1: "
+                        "the small models here run fastest on one, and two runs of one thread beat one run of two; "
+                        "docs/running.md)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
@@ -70,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        use_threads(args.threads)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         resume = " (run the same command again to resume from the last checkpoint)" if args.command == "train" else ""

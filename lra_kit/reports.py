@@ -6,10 +6,14 @@
 Each generated part sits between two HTML comments, ``<!-- NAME:start ... -->`` and ``<!-- NAME:end -->``;
 everything outside them is prose and is left alone. The numbers and verdicts come from the functions the book's
 reproduction pages use on the same records — :func:`lra_kit.results.seed_records` and
-:func:`lra_kit.results.spread`, :func:`lra_kit.viz.results.mean_range`, the claims of :mod:`lra_kit.claims`,
-the web page's :func:`lra_kit.web.page.claims` — and the papers' numbers from :mod:`lra_kit.paper_numbers`, so the
-README cannot say other than the pages. A cell gives the headline numbers (mean [min, max] over the seeds) and
-the verdicts; the reading of them lives on the page it links to.
+:func:`lra_kit.results.spread`, the claims of :mod:`lra_kit.claims`, the web page's :func:`lra_kit.web.page.claims`
+— and the papers' numbers from :mod:`lra_kit.paper_numbers`, so the README cannot say other than the pages.
+
+The README is a front door: its table has one row per paper's table or figure (the LRA one per task) and three
+short cells, the page and what it reproduces, the headline numbers (the mean over the seeds, their count where
+several), and the claims that hold or do not hold by name, the others counted. The ranges, the papers' numbers,
+the runs of record and the reading of every verdict live on the page each row links to. An attention added to
+:data:`LRA_NAMES` (or a variant to the copy and MNIST names) gets its number in its rows at the next report.
 
 A run recorded later (another seed, another attention, a control) appears at the next ``lra-kit report``.
 """
@@ -20,7 +24,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from lra_kit.errors import LraKitError
@@ -94,54 +98,8 @@ def _sig(x: float, digits: int = 3) -> str:
     return f"{x:,.{max(0, digits - 1 - math.floor(math.log10(abs(x))))}f}"
 
 
-def _group_verdicts(claims: list[tuple[str, str, str]]) -> str:
-    """``claim`` rows grouped by their short verdict: ``holds: a, b; not decided: c``; waiting rows counted."""
-    groups: dict[str, list[str]] = {}
-    waiting = 0
-    for claim, _, verdict in claims:
-        word = short_verdict(verdict)
-        if word == "waits":
-            waiting += 1
-            continue
-        groups.setdefault(word, []).append(_claim_name(claim))
-    parts = [f"{word}: {', '.join(names)}" for word, names in groups.items()]
-    if waiting:
-        parts.append(f"{waiting} wait for attentions not recorded at this budget")
-    return "; ".join(parts) if parts else "none measured yet"
-
-
 def _pct(x: float, digits: int = 1) -> str:
     return f"{100 * x:.{digits}f}"
-
-
-def _seeds(n: int) -> str:
-    return "1 seed" if n == 1 else f"{n} seeds"
-
-
-def _seed_counts(runs: Mapping[str, list]) -> str:
-    counts = {label: len(rs) for label, rs in runs.items() if rs}
-    if not counts:
-        return "none recorded yet"
-    if len(set(counts.values())) == 1:
-        return f"{_seeds(next(iter(counts.values())))} of each of {len(counts)} variants"
-    return "seeds: " + ", ".join(f"{label} {n}" for label, n in counts.items())
-
-
-def _recipe(runs: Mapping[str, list[dict]], model: bool = False) -> str:
-    """How the recorded ``runs`` were trained, read from their records: ``12,000 steps at batch 10`` (with
-    ``model``: ``2 layers d 64, `` first); values that differ between runs are joined with ``/``."""
-    records = [r for rs in runs.values() for r in rs]
-    if not records:
-        return "none recorded yet"
-
-    def values(get) -> str:
-        return "/".join(f"{v:,}" for v in sorted({get(r) for r in records}))
-
-    text = f"{values(lambda r: r['steps'])} steps at batch {values(lambda r: r['config']['data']['batch_size'])}"
-    if model:
-        text = (f"{values(lambda r: r['config']['model']['layers'])} layers d "
-                f"{values(lambda r: r['config']['model']['d_model'])}, " + text)
-    return text
 
 
 def _read(path: Path) -> dict | None:
@@ -166,143 +124,116 @@ MNIST_NAMES = {"softmax": "softmax", "linear": "linear", "momentum": "momentum",
                "adaptive momentum": "momentum+adaptive"}
 LRA_NAMES = {"softmax": "softmax", "linear": "linear", "performer": "performer", "momentum": "momentum",
              "adaptive momentum": "momentum+adaptive", "luna": "luna"}
-COPY_BUDGET, COPY_EARLY = "cpu-20k", "cpu"
-MNIST_BUDGET, MNIST_EARLY = "cpu-12k", "cpu"
+COPY_BUDGET, MNIST_BUDGET = "cpu-20k", "cpu-12k"
 # The LRA budgets of record, longest first: each task's runs of record are at the first that trains it.
 LRA_BUDGETS, LRA_EARLY = ("lra-cpu-2h", "lra-cpu-long"), "lra-cpu"
 LRA_TITLES = {"text": "Text", "listops": "ListOps", "image": "Image", "pathfinder": "Pathfinder"}
-LRA_TEST_SET = {"text": "reviews", "listops": "expressions", "image": "images", "pathfinder": "images"}
+
+
+def _mean(spread_: dict, digits: int) -> str:
+    """A :func:`lra_kit.results.spread`'s mean and, where more than one seed, their count: ``0.0184 (3)``."""
+    return f"{spread_['mean']:.{digits}f}" + (f" ({spread_['n']})" if spread_["n"] > 1 else "")
+
+
+def _verdicts(items: list[tuple[str, str]]) -> str:
+    """``(claim, short verdict)`` pairs as one short cell: the claims that hold or do not hold by name, the others
+    counted (``holds: a, b; does not hold: c; not decided: 2``); the page gives each in full."""
+    named: dict[str, list[str]] = {}
+    counted: dict[str, int] = {}
+    for claim, word in items:
+        if word.startswith(("holds", "does not hold")):
+            named.setdefault(word, []).append(claim)
+        else:
+            key = "waiting for runs" if word == "waits" else word
+            counted[key] = counted.get(key, 0) + 1
+    parts = [f"{word}: {', '.join(claims)}" for word, claims in named.items()]
+    parts += [f"{word}: {n}" for word, n in counted.items()]
+    return "; ".join(parts) if parts else "none measured yet"
+
+
+def _row(title: str, page: tuple[str, str], result: str, verdicts: str) -> list[str]:
+    return [f"{_page(*page)}: {title}", result, verdicts]
 
 
 def copy_row(results: Path) -> list[str]:
-    """Katharopoulos Fig. 2, Nguyen Fig. 1: test loss per variant at ``cpu-20k`` and the claims of
-    :func:`lra_kit.claims.measure_copy`."""
+    """Katharopoulos Fig. 2, Nguyen Fig. 1: the mean test loss per variant at ``cpu-20k`` and the claims of
+    :func:`lra_kit.claims.measure_copy` ("faster": in steps to an early and a late loss level)."""
     from lra_kit.claims import measure_copy
     from lra_kit.results import seed_records
-    from lra_kit.viz.results import mean_range
 
     names = _copy_names()
     runs = {label: seed_records(str(results / "copy"), f"copy-{name}-{COPY_BUDGET}") for label, name in names.items()}
-    early = {label: seed_records(str(results / "copy"), f"copy-{name}-{COPY_EARLY}") for label, name in names.items()}
-    scale = (f"`{COPY_BUDGET}` ({_recipe(runs, model=True)}; `results/copy/`): {_seed_counts(runs)}; an earlier "
-             f"budget, `{COPY_EARLY}` ({_recipe(early)}): {_seed_counts(early)}")
     have = {label: rs for label, rs in runs.items() if rs}
+    title = "Katharopoulos Fig. 2, Nguyen Fig. 1"
     if not have:
-        return ["Katharopoulos Fig. 2, Nguyen Fig. 1 (copy task)", _page("copy_task", "copy task"), scale,
-                "not recorded yet"]
+        return _row(title, ("copy_task", "copy task"), "not recorded yet", "—")
     m = measure_copy(have)
-    loss = ", ".join(f"{label} {mean_range(m['loss'][label], 4)}" for label in have)
-    by_claim: dict[str, list[str]] = {}
+    loss = ", ".join(f"{label} {_mean(m['loss'][label], 4)}" for label in have)
+    levels: dict[tuple[str, str], list[str]] = {}  # (claim, verdict): the loss levels it has that verdict at
     for claim, _, verdict in m["claims"]:
         found = re.search(r"\((early|late)\b", claim)
-        key, when = _claim_name(claim), found.group(1) if found else ""
-        by_claim.setdefault(key, []).append(short_verdict(verdict) + (f" ({when})" if when else ""))
-    verdicts = "; ".join(f"{claim}: {', '.join(v)}" for claim, v in by_claim.items())
-    return ["Katharopoulos Fig. 2, Nguyen Fig. 1 (copy task)", _page("copy_task", "copy task"), scale,
-            f"test loss, mean [min, max] over the seeds: {loss}. The papers' claims (`lra_kit.claims`; "
-            f"\"faster\" in steps to an early and a late loss level): {verdicts}"]
+        key = (_claim_name(claim).split(". ", 1)[-1], short_verdict(verdict))
+        levels.setdefault(key, []).extend([found.group(1)] if found else [])
+    items = [(claim + (f" ({', '.join(at)})" if at else ""), word) for (claim, word), at in levels.items()]
+    return _row(title, ("copy_task", "copy task"), f"test loss, `{COPY_BUDGET}`: {loss}", _verdicts(items))
 
 
 def mnist_row(results: Path) -> list[str]:
-    """Katharopoulos Table 1, Nguyen Table 2: bits/dim per variant at ``cpu-12k``, the papers' numbers and the
-    verdicts of :func:`lra_kit.claims.mnist_claims`."""
+    """Katharopoulos Table 1, Nguyen Table 2: the mean test bits/dim per variant at ``cpu-12k`` and the verdicts
+    of :func:`lra_kit.claims.mnist_claims`."""
     from lra_kit.claims import mnist_claims
-    from lra_kit.paper_numbers import KATHAROPOULOS_TABLE1 as K1
-    from lra_kit.paper_numbers import MOMENTUM_TABLE2 as N2
     from lra_kit.results import seed_records, spread
-    from lra_kit.viz.results import mean_range
 
-    runs, early = ({label: seed_records(str(results / "mnist"), f"mnist-{name}-{budget}")
-                    for label, name in MNIST_NAMES.items()} for budget in (MNIST_BUDGET, MNIST_EARLY))
+    runs = {label: seed_records(str(results / "mnist"), f"mnist-{name}-{MNIST_BUDGET}")
+            for label, name in MNIST_NAMES.items()}
     have = {label: rs for label, rs in runs.items() if rs}
-    scale = (f"`{MNIST_BUDGET}` ({_recipe(runs, model=True)}; `results/mnist/`): {_seed_counts(runs)}; "
-             f"an earlier budget, `{MNIST_EARLY}` ({_recipe(early)}): {_seed_counts(early)}")
-    ours = ", ".join(f"{label} {mean_range(spread(r['metrics']['test']['bits_per_dim'] for r in rs), 3)}"
-                     for label, rs in have.items()) or "not recorded yet"
-    papers = (f"Katharopoulos {K1.table}, 8 layers after 250 epochs: softmax {K1.value('Softmax', 'Bits/dim'):.3f}, "
-              f"linear {K1.value('Linear (ours)', 'Bits/dim'):.3f}; Nguyen {N2.table}: linear "
-              f"{N2.value('Linear transformer', 'Bits/dim'):.2f}, momentum "
-              f"{N2.value('Momentum transformer', 'Bits/dim'):.2f}, adaptive momentum "
-              f"{N2.value('Adaptive momentum transformer', 'Bits/dim'):.2f}")
-    claims = "; ".join(f"{_claim_name(c)}: {short_verdict(v)}" + (f" ({m})" if "%" in m else "")
-                       for c, m, v in mnist_claims(have))
-    return ["Katharopoulos Tables 1, 4, Fig. 3; Nguyen Table 2 (MNIST bits/dim, samples)",
-            _page("image_generation", "image generation"), scale,
-            f"test bits/dim, mean [min, max] over the seeds: {ours} (papers: {papers}). The papers' claims "
-            f"(`lra_kit.claims.mnist_claims`): {claims}"]
+    title = "Katharopoulos Table 1, Nguyen Table 2 (MNIST bits/dim)"
+    if not have:
+        return _row(title, ("image_generation", "image generation"), "not recorded yet", "—")
+    ours = ", ".join(f"{label} {_mean(spread(r['metrics']['test']['bits_per_dim'] for r in rs), 3)}"
+                     for label, rs in have.items())
+    items = [(_claim_name(c), short_verdict(v)) for c, _, v in mnist_claims(have)]
+    return _row(title, ("image_generation", "image generation"), f"test bits/dim, `{MNIST_BUDGET}`: {ours}",
+                _verdicts(items))
 
 
-def _generation_over_linear(record: dict, column: str) -> str:
-    """Seconds per image at batch 1 ÷ linear attention's, per task, with appendix Table 5's ratio from ``column``
-    ("Seconds (CPU)" or "Seconds (GPU)") beside each method the paper has."""
+def _generation_over_linear(record: dict, column: str, task: str = "mnist") -> str:
+    """Seconds per image at batch 1 ÷ linear attention's on ``task``, with appendix Table 5's ratio from ``column``
+    ("Seconds (CPU)" or "Seconds (GPU)") in parentheses beside each method the paper has."""
     from lra_kit.bench.generation import PAPER_ROW
     from lra_kit.paper_numbers import KATHAROPOULOS_TABLE5_CIFAR10, KATHAROPOULOS_TABLE5_MNIST
 
     label = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "momentum": "momentum"}
-    parts = []
-    tables = {"mnist": ("MNIST", KATHAROPOULOS_TABLE5_MNIST), "cifar10": ("CIFAR-10", KATHAROPOULOS_TABLE5_CIFAR10)}
-    for task, (title, table) in tables.items():
-        base = table.value(PAPER_ROW["linear"], column)
-        cells = []
-        for r in (r for r in record["metrics"]["rows"] if r["task"] == task and r["batch"] == 1):
-            if r["method"] not in label:
-                continue
-            bound = {"none": "", "lower bound": "≥ ", "estimate": "~"}[r["extrapolation"]]
-            paper = (f" (paper {_sig(table.value(PAPER_ROW[r['method']], column) / base)})"
-                     if r["method"] in PAPER_ROW else "")
-            cells.append(f"{label[r['method']]} {bound}{_sig(r['time_over_linear'])}{paper}")
-        if cells:
-            parts.append(f"{title}: " + ", ".join(cells))
-    return "; ".join(parts)
-
-
-def _generation_largest(record: dict) -> str:
-    """Linear attention's images/s at the largest batch searched, per task, and the key/value cache's time per
-    image ÷ linear's there ("~" an estimate; "≤"/"≥" where a prefix of the image was timed)."""
-    titles = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
-    largest = {(r["task"], r["method"]): r for r in record["metrics"]["rows"] if r.get("batch_search") == "largest"}
+    table = {"mnist": KATHAROPOULOS_TABLE5_MNIST, "cifar10": KATHAROPOULOS_TABLE5_CIFAR10}[task]
+    base = table.value(PAPER_ROW["linear"], column)
     cells = []
-    for task, title in titles.items():
-        lin, cache = largest.get((task, "linear")), largest.get((task, "softmax-kv-cache"))
-        if lin is None:
+    for r in (r for r in record["metrics"]["rows"] if r["task"] == task and r["batch"] == 1):
+        if r["method"] not in label:
             continue
-        mark = {"none": "", "lower bound": "≤ ", "estimate": "~"}[lin["extrapolation"]]
-        text = f"{title} {mark}{_sig(lin['images_per_s'])} at batch {lin['batch']:,}"
-        if cache is not None and cache["batch"] == lin["batch"]:
-            bound = {"none": "", "lower bound": "≥ ", "estimate": "~"}[cache["extrapolation"]]
-            text += f" ({bound}{_sig(cache['time_over_linear'])})"
-        cells.append(text)
-    if not cells:
-        return ""
-    cap = record["config"].get("largest_batch", {}).get("max_batch")
-    return ("linear attention's images/s at the largest batch searched" + (f" (up to {cap:,})" if cap else "")
-            + ", and the key/value cache's time ÷ linear's there: " + ", ".join(cells))
+        bound = {"none": "", "lower bound": "≥ ", "estimate": "~"}[r["extrapolation"]]
+        paper = (f" ({_sig(table.value(PAPER_ROW[r['method']], column) / base)})" if r["method"] in PAPER_ROW
+                 else "")
+        cells.append(f"{label[r['method']]} {bound}{_sig(r['time_over_linear'])}{paper}")
+    return ", ".join(cells)
 
 
 def generation_bench_row(results: Path) -> list[str]:
-    """Katharopoulos appendix Table 5: seconds per generated image over linear attention's, at batch 1, beside the
-    paper's CPU column (``results/bench/generation-cpu.json``) and its GPU column (each
-    ``results/bench/generation-<gpu>.json``, with linear attention's images/s at the largest batch searched)."""
+    """Katharopoulos appendix Table 5: seconds per generated MNIST image over linear attention's, at batch 1, on one
+    CPU thread (``results/bench/generation-cpu.json``) and on each GPU recorded (``generation-<gpu>.json``), the
+    paper's ratio in parentheses. CIFAR-10 and the largest batches are on the page."""
     bench = results / "bench"
-    cpu = _read(bench / "generation-cpu.json")
-    gpus = sorted(p for p in bench.glob("generation-*.json") if p.name != "generation-cpu.json") \
-        if bench.is_dir() else []
-    runs = ["the papers' model sizes: one CPU thread (`results/bench/generation-cpu.json`)"]
-    runs += [f"the {_read(p)['device']} (`results/bench/{p.name}`)" for p in gpus]
-    head = ["Katharopoulos appendix Table 5 (seconds per image, batch 1, CPU and GPU)",
-            _page("image_generation", "image generation"), "; ".join(runs)]
-    if cpu is None and not gpus:
-        return [*head, "not recorded yet: `lra-kit bench generation`"]
-    parts = []
-    if cpu is not None:
-        parts.append("time per image ÷ linear attention's: " + _generation_over_linear(cpu, "Seconds (CPU)"))
-    for path in gpus:
-        record = _read(path)
-        text = f"on the {record['device']}, against the paper's GPU column: " + _generation_over_linear(
-            record, "Seconds (GPU)")
-        largest = _generation_largest(record)
-        parts.append(text + (f"; {largest}" if largest else ""))
-    return [*head, "; ".join(parts) + " (≥: a lower bound, a prefix of the image timed; ~: an estimate)"]
+    records = [("CPU", _read(bench / "generation-cpu.json"), "Seconds (CPU)")]
+    records += [(_read(p)["device"].removeprefix("NVIDIA "), _read(p), "Seconds (GPU)")
+                for p in (sorted(bench.glob("generation-*.json")) if bench.is_dir() else [])
+                if p.name != "generation-cpu.json"]
+    have = [(where, record, column) for where, record, column in records if record is not None]
+    title = "Katharopoulos appendix Table 5 (seconds per image)"
+    if not have:
+        return _row(title, ("image_generation", "image generation"), "not recorded yet: `lra-kit bench generation`",
+                    "—")
+    text = "; ".join(f"{where}: {_generation_over_linear(record, column)}" for where, record, column in have)
+    return _row(title, ("image_generation", "image generation"),
+                f"MNIST, time per image ÷ linear's at batch 1 (paper): {text}", "numbers only; the page compares")
 
 
 def web_row(results: Path) -> list[str]:
@@ -311,23 +242,17 @@ def web_row(results: Path) -> list[str]:
     from lra_kit.web import page
 
     record = _read(results / "web" / "generation-chromium.json")
-    head = ["Katharopoulos §3.4, Tables 1–2 (generation as an RNN), live in the reader's browser",
-            _page("web_generation", "generation in the browser"),
-            "the `cpu-12k` linear and softmax MNIST models, exported by `lra-kit export-web`, run by "
-            "`_static/web/runtime.mjs` (equal to `CausalLM.generate()`, `node --test`), timed in headless "
-            "Chromium (`results/web/generation-chromium.json`)"]
+    title = "Katharopoulos §3.4 (generation as an RNN, in the browser)"
+    where = ("web_generation", "generation in the browser")
     if record is None:
-        return [*head, "not measured yet: `python -m lra_kit.web.measure`"]
+        return _row(title, where, "not measured yet: `python -m lra_kit.web.measure`", "—")
     rows = {r["method"]: r for r in record["metrics"]["rows"]}
     label = {"recurrent": "linear as an RNN", "kv-cache": "softmax with a key/value cache",
-             "recompute": "softmax re-run on the prefix"}
-    cells = [f"{label[m]} {_sig(r['ms_per_pixel'])} ms/pixel, {_sig(r['wall_seconds'])} s a digit, end ÷ start "
-             f"(blocks of {page.BLOCK} pixels) {_sig(g) if (g := page.end_over_start(r)) is not None else '–'}"
-             for m, r in rows.items() if m in label]
+             "recompute": "softmax re-run"}
+    cells = ", ".join(f"{label[m]} {_sig(r['ms_per_pixel'])}" for m, r in rows.items() if m in label)
     checks = page.claims(record)
     held = sum(1 for _, holds, _ in checks if holds)
-    return [*head, "; ".join(cells) + f"; peak JS heap {record['metrics']['peak_js_heap_bytes'] / 2**20:.1f} MiB. "
-            f"The page's checks (`lra_kit.web.page.claims`): {held} of {len(checks)} hold"]
+    return _row(title, where, f"ms per pixel in Chromium: {cells}", f"the page's checks: {held} of {len(checks)} hold")
 
 
 def lra_tasks_of_record() -> list[str]:
@@ -348,17 +273,6 @@ def lra_budget(task: str) -> str:
     raise ValueError(f"task {task!r} is trained by none of {LRA_BUDGETS}")
 
 
-def _lra_papers() -> dict[str, list[tuple[object, str]]]:
-    from lra_kit.paper_numbers import LUNA_TABLE1, MOMENTUM_TABLE4
-
-    return {"softmax": [(MOMENTUM_TABLE4, "Softmax"), (LUNA_TABLE1, "Transformer")],
-            "linear": [(MOMENTUM_TABLE4, "Linear"), (LUNA_TABLE1, "Linear Trans.")],
-            "performer": [(MOMENTUM_TABLE4, "Performer"), (LUNA_TABLE1, "Performer")],
-            "momentum": [(MOMENTUM_TABLE4, "Momentum transformer")],
-            "adaptive momentum": [(MOMENTUM_TABLE4, "Adaptive momentum transformer")],
-            "luna": [(LUNA_TABLE1, "Luna-16")]}
-
-
 def lra_runs(results: Path, task: str, preset: str) -> dict[str, list[dict]]:
     """Every recorded seed of ``task`` at ``preset``, by attention label (the LRA page's ``budget_runs``)."""
     from lra_kit.results import seed_records
@@ -367,166 +281,107 @@ def lra_runs(results: Path, task: str, preset: str) -> dict[str, list[dict]]:
 
 
 def lra_row(results: Path, task: str) -> list[str]:
-    """One LRA task at its preset of record: test accuracy per attention with the papers' numbers, and the orders
-    of the papers' tables measured by :func:`lra_kit.claims.lra_claims`."""
+    """One LRA task at its preset of record: the mean test accuracy per attention (seeds in parentheses where
+    more than one), and the orders of the papers' tables measured by :func:`lra_kit.claims.lra_claims`."""
     from lra_kit.claims import lra_claims
     from lra_kit.results import spread
-    from lra_kit.viz.results import mean_range
 
     preset = lra_budget(task)
     runs = lra_runs(results, task, preset)
     have = {label: rs for label, rs in runs.items() if rs}
-    title = LRA_TITLES[task]
-    counts = {r["metrics"]["test"]["count"] for rs in have.values() for r in rs}
-    tested = f", {'/'.join(f'{c:,}' for c in sorted(counts))} test {LRA_TEST_SET[task]}" if counts else ""
-    scale = f"`{preset}` ({_recipe(have)}{tested}; `results/lra/`)"
-    papers = _lra_papers()
-    cells = []
-    for label, rs in have.items():
-        acc = spread(100 * r["metrics"]["test"]["accuracy"] for r in rs)
-        paper = " / ".join(f"{table.value(row, next(c for c in table.columns if c.lower().startswith(task))):.2f}"
-                           for table, row in papers[label])
-        cells.append(f"{label} {mean_range(acc, 1)}, {_seeds(len(rs))} ({paper})")
-    text = ("test accuracy %, mean [min, max] over the seeds (papers: Nguyen et al. Table 4 / Ma et al. Table 1): "
-            + ("; ".join(cells) if cells else "not recorded yet"))
+    title = f"Nguyen Table 4, Luna Table 1 ({LRA_TITLES[task]})"
+    if not have:
+        return _row(title, ("lra", "Long Range Arena"), f"`{preset}`: not recorded yet", "—")
+    cells = ", ".join(f"{label} {_mean(spread(100 * r['metrics']['test']['accuracy'] for r in rs), 1)}"
+                      for label, rs in have.items())
     missing = [label for label in runs if not runs[label]]
-    if missing and cells:
-        text += f"; not recorded at this budget: {', '.join(missing)}"
-    if task == "listops":
-        rule = _read(results / "lra" / "baselines" / f"listops-first-token-{preset}.json")
-        if rule is not None:
-            test = rule["metrics"]["test"]
-            text += (f". Without a model: one answer for every expression {_pct(test['majority'])} %, the "
-                     f"first-token rule (`lra_kit.baselines`) {_pct(test['accuracy'])} %")
-    if have:
-        text += f". The papers' orders (`lra_kit.claims.lra_claims`): {_group_verdicts(lra_claims(task, have))}"
-    return [f"Nguyen Table 4, Luna Table 1: LRA {title}", _page("lra", "Long Range Arena"), scale, text]
+    text = f"test accuracy %, `{preset}`: {cells}" + (f"; not recorded: {', '.join(missing)}" if missing else "")
+    items = [(_claim_name(c), short_verdict(v)) for c, _, v in lra_claims(task, have)]
+    return _row(title, ("lra", "Long Range Arena"), text, _verdicts(items))
 
 
 def lra_early_row(results: Path) -> list[str]:
-    """The earlier LRA budget, ``lra-cpu`` (500 steps, one seed): each task's range over the attentions, and the
-    controls recorded under ``results/lra/controls/``."""
+    """The earlier LRA budget, ``lra-cpu`` (500 steps, one seed): each task's range of test accuracy over the
+    attentions, and how many controls are recorded under ``results/lra/controls/``."""
     from lra_kit.data import LRA_TASKS
     from lra_kit.results import read_results
 
-    ranges, records = [], []
+    ranges = []
     for task in LRA_TASKS:
         accs = {}
         for label, name in LRA_NAMES.items():
             path = results / "lra" / f"{task}-{name}-{LRA_EARLY}.json"
             if path.is_file():
-                records.append(read_results(str(path)))
-                accs[label] = records[-1]["metrics"]["test"]["accuracy"]
+                accs[label] = read_results(str(path))["metrics"]["test"]["accuracy"]
         if accs:
-            low, high = min(accs, key=accs.get), max(accs, key=accs.get)
-            if _pct(accs[low]) == _pct(accs[high]):
-                ranges.append(f"{task} {_pct(accs[low])} % (all {len(accs)})")
-            else:
-                ranges.append(f"{task} {_pct(accs[low])} % ({low}) to {_pct(accs[high])} % ({high})")
+            low, high = _pct(min(accs.values())), _pct(max(accs.values()))
+            ranges.append(f"{task} {low}" + ("" if low == high else f"–{high}"))
         else:
-            ranges.append(f"{task} not run" + (" (needs the LRA release's AAN corpus)" if task == "retrieval" else ""))
-    controls = []
+            ranges.append(f"{task} not run")
     folder = results / "lra" / "controls"
-    for sub in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else []:
-        made = sorted({(r["scale"], path.name.split("-")[0]) for path in sub.glob("*.json")
-                       if not path.name.endswith("-agreement.json") for r in [read_results(str(path))]})
-        if made:
-            by_preset: dict[str, list[str]] = {}
-            for preset, task in made:
-                by_preset.setdefault(preset, []).append(task)
-            controls.append(f"{sub.name} (" + "; ".join(f"{', '.join(t)} at `{p}`" for p, t in by_preset.items())
-                            + ")")
-    return ["Nguyen Table 4, Luna Tables 1 and 3 (LRA): the earlier budget and the controls",
-            _page("lra", "Long Range Arena"),
-            f"`{LRA_EARLY}` (the Momentum paper's model, {_recipe({'': records})}, "
-            f"{'/'.join(f'{c:,}' for c in sorted({r['metrics']['test']['count'] for r in records}))} test examples): "
-            f"{len(records)} runs, seed {'/'.join(str(s) for s in sorted({r['seed'] for r in records}))}; "
-            "controls under `results/lra/controls/`",
-            "early training, far below the papers: test accuracy over the attentions, " + "; ".join(ranges)
-            + ". Controls: " + ("; ".join(controls) if controls else "none recorded yet")]
+    controls = sum(1 for p in folder.glob("*") if p.is_dir() and any(p.glob("*.json"))) if folder.is_dir() else 0
+    return _row("Nguyen Table 4, Luna Tables 1, 3 (the earlier budget, controls)", ("lra", "Long Range Arena"),
+                f"test accuracy % over the attentions, `{LRA_EARLY}` (500 steps): " + ", ".join(ranges),
+                f"early training, far below the papers; {controls} controls on the page")
 
 
-def _gpu_attention_headline(path: Path) -> str:
-    """`` (H200, bfloat16, forward + backward: ...)``: the headline of a GPU record of ``lra-kit bench attention``
-    (``results/bench/attention-<gpu>.json``): linear attention's time and peak memory ÷ fla's over the lengths,
-    cuDNN SDPA's time ÷ linear's where its target judges it, momentum's ÷ linear's, and the targets met; "" for any
-    other record."""
+def _gpu_attention_headline(path: Path) -> tuple[str, str] | None:
+    """A GPU record of ``lra-kit bench attention`` (``results/bench/attention-<gpu>.json``) in two short parts:
+    linear attention's time ÷ flash-linear-attention's over the lengths, and the benchmark's targets met (``None``
+    for any other record)."""
     from lra_kit.bench.attention_gpu_record import length_label as _length
 
     record = _read(path)
     if not path.name.startswith("attention-") or record is None or "targets" not in record.get("metrics", {}):
-        return ""
-    ratios = sorted(record["metrics"]["ratios"], key=lambda r: r["length"])
-
-    def span(key: str) -> str | None:
-        have = [(r["length"], r[key]) for r in ratios if r.get(key) is not None]
-        if not have:
-            return None
+        return None
+    card = str(record.get("device_detail", record["device"])).removeprefix("NVIDIA ")
+    have = sorted((r["length"], r["linear_over_fla"]) for r in record["metrics"]["ratios"]
+                  if r.get("linear_over_fla") is not None)
+    number = ""
+    if have:
         lo, hi = min(v for _, v in have), max(v for _, v in have)
         values = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
-        return f"{values} at {_length(have[0][0])}–{_length(have[-1][0])}"
-
-    cells = []
-    if (time := span("linear_over_fla")) is not None:
-        memory = span("linear_memory_vs_fla")
-        cells.append(f"linear ÷ fla's time {time}" + (f", peak memory {memory}" if memory else ""))
+        number = f"{card}, {record['config']['dtype']}: linear ÷ fla's time {values} at {_length(have[0][0])}–" \
+                 f"{_length(have[-1][0])}"
     judged = [t for t in record["metrics"]["targets"] if t["met"] is not None]
-    cudnn = next((t for t in judged if t["ratio"] == "cudnn_over_linear"), None)
-    if cudnn is not None:
-        cells.append(f"cuDNN SDPA ÷ linear {cudnn['value']:.2f} at {_length(cudnn['length'])}")
-    if (momentum := span("momentum_over_linear")) is not None:
-        cells.append(f"momentum ÷ linear {momentum}")
-    missed = [f"{t['target'].split(',')[0]} at {_length(t['length'])}: {t['value']:.2f}"
-              for t in judged if not t["met"]]
-    cells.append(f"{len(judged) - len(missed)} of {len(judged)} targets met"
-                 + (f" (missed: {', '.join(missed)})" if missed else ""))
-    card = str(record.get("device_detail", record["device"])).removeprefix("NVIDIA ")
-    return f" ({card}, {record['config']['dtype']}, forward + backward: {'; '.join(cells)})"
+    return number, f"{card}: {sum(1 for t in judged if t['met'])} of {len(judged)} targets met"
 
 
 def speed_row(results: Path) -> list[str]:
-    """Katharopoulos Fig. 1, Luna Table 2: the recorded CPU benchmarks' headline ratios."""
+    """Katharopoulos Fig. 1, Luna Table 2: the recorded benchmarks' headline ratios, CPU then each GPU."""
     from lra_kit.paper_numbers import LUNA_TABLE2
 
     bench = results / "bench"
     attention, training = _read(bench / "attention-cpu.json"), _read(bench / "training-cpu.json")
-    parts = []
+    parts, verdicts = [], []
     if attention is not None:
         ratios = sorted(attention["metrics"]["ratios"], key=lambda r: r["length"])
         first, last = ratios[0], ratios[-1]
         mom = [r["momentum_over_linear"] for r in ratios]
-        parts.append(f"attention alone, causal, forward + backward, one thread: SDPA's time ÷ linear's "
-                     f"{first['sdpa_over_linear']:.1f} at N = {first['length']:,}, {last['sdpa_over_linear']:.1f} at "
-                     f"{last['length']:,}; momentum ÷ linear {min(mom):.2f}–{max(mom):.2f}; peak memory linear ÷ SDPA "
-                     f"{first['linear_memory_vs_sdpa']:.2f} at {first['length']:,}, "
-                     f"{last['linear_memory_vs_sdpa']:.2f} at {last['length']:,}")
+        parts.append(f"CPU, one thread: SDPA ÷ linear time {first['sdpa_over_linear']:.1f} at {first['length']:,}, "
+                     f"{last['sdpa_over_linear']:.1f} at {last['length']:,}; momentum ÷ linear "
+                     f"{min(mom):.2f}–{max(mom):.2f}")
     if training is not None:
         longest = max(training["config"]["lengths"])
-        rows = {r["method"]: r for r in training["metrics"]["rows"] if r["length"] == longest}
-        paper = {"linear": "Linear Trans.", "performer": "Performer", "luna-16": "Luna-16", "luna-128": "Luna-128",
-                 "luna-256": "Luna-256"}
+        linear = next((r for r in training["metrics"]["rows"] if r["length"] == longest and r["method"] == "linear"),
+                      None)
         label = f"{longest // 1024}K" if longest % 1024 == 0 else str(longest)
-        cells = []
-        for method, r in rows.items():
-            if method.startswith("softmax"):  # the two baselines
-                continue
-            text = f"{method} {r['speed_vs_softmax_materialised']:.1f}×, {r['memory_vs_softmax_materialised']:.2f}×"
-            if method in paper and f"Steps/s {label}" in LUNA_TABLE2.columns:
-                text += (f" (paper {LUNA_TABLE2.value(paper[method], f'Steps/s {label}'):.1f}×, "
-                         f"{LUNA_TABLE2.value(paper[method], f'Memory {label}'):.2f}×)")
-            cells.append(text)
-        parts.append(f"a training step of the LRA model at N = {longest:,}, steps/s and peak memory over the "
-                     "materialised softmax Transformer's: " + ", ".join(cells))
-    gpu = sorted(p.name for p in bench.glob("*.json") if not p.stem.endswith("-cpu")) if bench.is_dir() else []
-    parts.append("GPU timings: " + (", ".join(f"`results/bench/{g}`" + _gpu_attention_headline(bench / g)
-                                              for g in gpu) if gpu else "none recorded yet"))
-    return ["Katharopoulos Fig. 1, Luna Table 2 and Fig. 1 (speed, memory)", _page("speed_memory", "speed and memory"),
-            "`results/bench/attention-cpu.json`, `results/bench/training-cpu.json`", "; ".join(parts)]
+        if linear is not None:
+            text = f"LRA training step at {longest:,}: linear {linear['speed_vs_softmax_materialised']:.1f}× softmax's"
+            if f"Steps/s {label}" in LUNA_TABLE2.columns:
+                text += f" (paper {LUNA_TABLE2.value('Linear Trans.', f'Steps/s {label}'):.1f}×)"
+            parts.append(text)
+    gpus = [_gpu_attention_headline(p) for p in sorted(bench.glob("attention-*.json"))] if bench.is_dir() else []
+    for number, verdict in (g for g in gpus if g is not None):
+        if number:
+            parts.append(number)
+        verdicts.append(verdict)
+    return _row("Katharopoulos Fig. 1, Luna Table 2 (speed, memory)", ("speed_memory", "speed and memory"),
+                "; ".join(parts) or "not recorded yet", "; ".join(verdicts) or "numbers only; the page compares")
 
 
-CIFAR_ROW = ["Katharopoulos Table 2; Nguyen Table 3 (CIFAR-10 bits/dim)", _page("image_generation", "image generation"),
-             "not run: the papers train for days on GPUs, and only a lossy JPEG copy of the data is available offline",
-             "—"]
+CIFAR_ROW = _row("Katharopoulos Table 2, Nguyen Table 3 (CIFAR-10 bits/dim)", ("image_generation", "image generation"),
+                 "not run: days of GPU in the papers, and only a lossy JPEG copy of the data offline", "—")
 
 
 def readme_table(results: Path | str | None = None) -> str:
@@ -537,7 +392,8 @@ def readme_table(results: Path | str | None = None) -> str:
     rows = [copy_row(results), mnist_row(results), CIFAR_ROW, generation_bench_row(results), web_row(results),
             *(lra_row(results, task) for task in lra_tasks_of_record()),
             lra_early_row(results), speed_row(results)]
-    return markdown_table(["paper, table or figure", "page", "runs of record", "result"], rows)
+    return markdown_table(["page: paper, table or figure", "result (mean over seeds; seeds, where several)",
+                           "the papers' claims"], rows)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Run scales (docs/design.md §3 Scales): how big every experiment is.
 
 ``smoke``  seconds on a CPU: what CI and nbval run.
-``book``   about a minute per notebook on 2 CPU cores: what the book build runs.
+``book``   what the book build runs: a page's live runs in about a minute or less on 2 CPU cores, one
+           thread (LRA 61 s, copy task 29 s, measured at 801a61e).
 ``cpu``    the named reduced scale of the runs recorded on a 2-core CPU (copy task, image generation
            only): the papers' data and sequence lengths with a smaller model and fewer steps, each
            shrunk value listed in ``lra_kit.train.paper_configs.SMALL``; the pixel tasks evaluate on

@@ -174,8 +174,10 @@ def sliders_reference() -> dict:
     connection = [{"beta": b, "gamma": g,
                    "expected": momentum.connection_readouts(lam, e0, beta=b, gamma=g, steps=60, delta=1e-3)}
                   for b in (0.0, 0.3, 0.8, 0.95) for g in (0.05, 0.4, 0.99)]
-    return {"rtol": 1e-9, "window": [[b, momentum.recent_window(b)] for b in betas],
-            "reweighting": {"scores": rows, "cases": cases}, "connection": {"data": data, "cases": connection}}
+    labels = [[b, q, momentum.window_label(b, q)] for b in betas for q in (0, 1, 2, 5, 9, 30, n - 1)]
+    return {"rtol": 1e-9, "window": [[b, momentum.recent_window(b)] for b in betas], "labels": labels,
+            "reweighting": {"tokens": tokens, "scores": rows, "cases": cases},
+            "connection": {"data": data, "cases": connection}}
 
 
 def web_stats_reference() -> dict:

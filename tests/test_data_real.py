@@ -9,6 +9,7 @@ from data_helpers import require_shared_data
 from lra_kit.data import load
 from lra_kit.data.formats import byte_tokenizer as bt
 from lra_kit.data.formats.pixels import rgb_to_gray
+from lra_kit.data.tasks.pixel_lm import TRAIN_SIZE
 
 pytestmark = pytest.mark.data
 
@@ -58,7 +59,7 @@ def test_tf_grayscale_formula():
 def test_mnist_pixels_for_generation():
     require_shared_data("mnist")
     sizes = [len(load("mnist", s, scale="paper")) for s in ("train", "val", "test")]
-    assert sizes == [55_000, 5_000, 10_000]
+    assert sizes == [55_000, 5_000, 10_000] and sizes[0] == TRAIN_SIZE["mnist"]
     test = load("mnist", "test", scale="paper")
     assert test.kind == "lm" and test.max_length == 784 and test.vocab_size == 256 and test.pad_id == 256
     batch = test.collate([test[0], test[1]])

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from lra_kit.viz.momentum import reweighting_readouts, reweighting_row
+from lra_kit.viz.momentum import reweighting_readouts, reweighting_row, window_label
 from lra_kit.viz.widgets import check_grid, format_value, slider_player_html
 
 DrawFrame = Callable[..., None]  # draw(fig, **params): fill an empty figure for one parameter point
@@ -199,7 +199,7 @@ def draw_reweighting_frame(fig, *, beta: float, gamma: float, query: int, tokens
     linear, momentum = row["linear"], row["normalised"]
     window = int(rows[query]["window"])
     top.axvspan(query - window + 0.5, query + 0.5, color="#fde68a", alpha=0.5, lw=0,
-                label=f"last {window} keys ≈ 1/(1−β)")
+                label=window_label(beta, query))
     positions = np.arange(query + 1)
     top.bar(positions - 0.2, linear.numpy(), width=0.4, color="#9ca3af", label="linear (β = 0)")
     top.bar(positions + 0.2, momentum.numpy(), width=0.4, color="#2563eb", label="momentum, row-normalised")

@@ -13,7 +13,8 @@ from a clone, in the environment that ``make book`` creates::
     .venv/bin/python -m lra_kit.viz.lab            # or: make book first, if .venv does not exist yet
 
 Cells run against the installed ``lra_kit``; the momentum chapters' live ipywidgets sliders recompute
-on every move there. Extra arguments are passed to ``jupyter lab`` (e.g. ``--no-browser``).
+on every move there, on the PyTorch threads ``LRA_KIT_THREADS`` names (default 1: lra_kit.threads).
+Extra arguments are passed to ``jupyter lab`` (e.g. ``--no-browser``).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from lra_kit.threads import kernel_environment
 
 VIEWERS = {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
 MYST = "jupyterlab-myst"  # the lab extension that renders MyST Markdown (roles, directives) in notebook cells
@@ -84,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
               f"Run: {sys.executable} -m pip install -e '.[book]'", file=sys.stderr)
         return 2
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir(root)))
+    kernel_environment(env)  # the kernels' PyTorch threads: LRA_KIT_THREADS, default 1 (lra_kit.threads)
     return subprocess.call([lab, f"--notebook-dir={root}", "book/intro.md", *argv], cwd=root, env=env)
 
 

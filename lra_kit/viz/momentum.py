@@ -83,6 +83,21 @@ def recent_window(beta: float) -> int:
     return max(1, math.floor(1.0 / (1.0 - check_unit_interval("beta", beta)) + 0.5))
 
 
+def window_label(beta: float, query: int) -> str:
+    """The figures' name for the shaded recent keys of query ``query`` (0-based): the last
+    ``min(query + 1, recent_window(beta))`` keys, called "≈ 1/(1−β)" only when the prefix is long enough to hold
+    that many; an early query's window is its whole prefix, and the label says so. The slider's ``windowLabel``
+    (``lra_kit/viz/js/sliders.js``) returns the same string (tests/js/sliders.test.mjs)."""
+    if not isinstance(query, int) or query < 0:
+        raise ValueError(f"query must be an int >= 0, got {query!r}")
+    full = recent_window(beta)
+    window = min(query + 1, full)
+    keys = f"the last {window} key" + ("" if window == 1 else "s")
+    if window < full:
+        return f"{keys}: the whole prefix (1/(1−β) ≈ {full})"
+    return f"{keys} ≈ 1/(1−β)"
+
+
 def reweighting_row(scores: torch.Tensor, *, beta: float, gamma: float, query: int) -> dict[str, torch.Tensor]:
     """Eq. 13 on query ``query``'s (0-based) row of the causal kernel K: what momentum makes of linear attention.
 

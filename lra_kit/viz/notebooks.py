@@ -6,6 +6,16 @@ this extension copies it next to the chapter's HTML page (``<build>/html/<docnam
 build finishes and puts a "Download this chapter as a notebook" link at the top of the page.
 Nothing is committed: the notebooks exist only in the build output.
 
+It also sets up the kernels that execute the chapters, before the first one starts:
+
+* their PyTorch threads: :func:`lra_kit.threads.kernel_environment` exports ``LRA_KIT_THREADS`` (default 1) as
+  ``OMP_NUM_THREADS``, so that ``jupyter-book build .`` run by hand uses what ``make book`` uses;
+* their transport: the kernels run over local TCP, and ipykernel warns on each start ("Kernel is running over TCP
+  without encryption") unless the kernel manager provisions CurveZMQ keys. jupyter_client does that only when
+  asked (``KernelManager.transport_encryption``, default ``"disabled"``), and neither MyST-NB nor nbclient passes
+  a setting through, so :func:`encrypt_kernels` makes ``"auto"`` the default where libzmq has CURVE: the kernel
+  (whose kernelspec declares ``supported_encryption: curve``) then runs encrypted, and has nothing to warn about.
+
 Enabled by ``sphinx: extra_extensions: [lra_kit.viz.notebooks]`` in ``_config.yml``.
 """
 from __future__ import annotations
@@ -41,7 +51,23 @@ def copy_notebooks(app, exception) -> None:
             shutil.copyfile(src, dst)
 
 
+def encrypt_kernels() -> bool:
+    """Make jupyter_client's kernel managers provision CurveZMQ keys by default (``transport_encryption="auto"``:
+    for kernels whose kernelspec declares support). Returns whether it could (libzmq built with CURVE)."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+
+    if not zmq.has("curve"):
+        return False
+    KernelManager.transport_encryption.default_value = "auto"  # AsyncKernelManager, nbclient's, inherits it
+    return True
+
+
 def setup(app) -> dict:
+    from lra_kit.threads import kernel_environment
+
+    kernel_environment()
+    encrypt_kernels()
     app.connect("html-page-context", add_link)
     app.connect("build-finished", copy_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

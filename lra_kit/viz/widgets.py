@@ -151,7 +151,7 @@ def _widget_html(kind: str, data: dict, sliders: list[tuple], readouts: list[tup
 
 REWEIGHTING_READOUTS = (
     ("scale", "output scale Σⱼ Aᵢⱼ (linear: 1)"),
-    ("window", "recent keys: the last 1/(1−β), rounded half up"),
+    ("window", "recent keys: the last 1/(1−β), rounded half up, at most the i + 1 there are"),
     ("recent_linear", "share on the recent keys, linear"),
     ("recent_momentum", "share on the recent keys, momentum"),
     ("mean_lag_linear", "mean lag read, linear"),

@@ -9,6 +9,7 @@ Chromium, or the built pages it is skipped (in CI, ``CI=true``, it fails).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -58,15 +59,30 @@ def _data(widget) -> dict:
     return json.loads(widget.find_element("css selector", ".lrakit-data").get_attribute("textContent"))
 
 
-# What the book's theme logs on any page of an offline build, widget or not: the MathJax CDN cannot be
-# reached (the sliders need no CDN), sphinx-book-theme declares THEBE_JS_URL twice, and the theme
-# switcher starts without a stored mode. Anything else — an error of a widget's script — fails.
-THEME_NOISE = ("Failed to load resource", "THEBE_JS_URL", "invalid theme mode")
+# What the book's theme logs on any page of an offline build, widget or not: sphinx-book-theme declares
+# THEBE_JS_URL twice, and the theme switcher starts without a stored mode. MathJax comes with the build
+# (sphinx-mathjax-offline) and the widgets fetch nothing, so a file of the build that fails to load is an error;
+# only a failed load of a remote address (http, https), which the offline browser cannot reach and no widget asks
+# for, is the theme's. Anything else — a widget's script failing or failing to load — fails.
+THEME_NOISE = ("THEBE_JS_URL", "invalid theme mode")
+REMOTE_LOAD_FAILED = re.compile(r"^https?://\S+ - Failed to load resource")
+
+
+def _noise(message: str) -> bool:
+    return any(noise in message for noise in THEME_NOISE) or REMOTE_LOAD_FAILED.match(message) is not None
 
 
 def _errors(browser) -> list:
-    return [e["message"] for e in browser.get_log("browser")
-            if e["level"] == "SEVERE" and not any(noise in e["message"] for noise in THEME_NOISE)]
+    return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE" and not _noise(e["message"])]
+
+
+def test_a_file_of_the_build_that_fails_to_load_is_an_error():
+    """Chromium's log lines as it writes them: the theme's remote requests are noise, a file of the build is not."""
+    assert _noise("https://fonts.example.org/css - Failed to load resource: net::ERR_NAME_NOT_RESOLVED")
+    assert _noise("file:///b/_static/x.js 12:3 Uncaught TypeError: THEBE_JS_URL has already been declared")
+    assert not _noise("file:///b/_build/html/_static/mathjax/tex-chtml.js - Failed to load resource: "
+                      "net::ERR_FILE_NOT_FOUND")
+    assert not _noise("file:///b/book/04_momentum_attention.html 40:12 Uncaught ReferenceError: LraKitSliders")
 
 
 def _close(shown: str, expected: float, rel: float = 0.01) -> bool:

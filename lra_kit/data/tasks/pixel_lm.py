@@ -27,6 +27,10 @@ from lra_kit.scales import get_scale
 
 VAL_SIZE = 5000
 LENGTHS = {"mnist": 784, "cifar10": 3072}
+OFFICIAL_TRAIN = {"mnist": 60_000, "cifar10": 50_000}  # the official training sets' sizes
+# ``train`` at the cpu and paper scales: the official training set less the validation hold-out. A constant of the
+# datasets, so a page can count epochs without the data (tests/test_data_real.py checks it against the files)
+TRAIN_SIZE = {task: n - VAL_SIZE for task, n in OFFICIAL_TRAIN.items()}
 
 
 def load_pixel_lm(task: str, split: str, *, scale: str | None = None, split_seed: int = 0) -> SequenceLMDataset:
