@@ -82,7 +82,8 @@ def short_verdict(verdict: str) -> str:
     for start, word in (("holds", "holds"), ("does not hold", "does not hold"), ("not decided", "not decided"),
                         ("no order to test", "no order to test"), ("waits for", "waits")):
         if text.startswith(start):
-            return word + (" (one seed)" if "(one seed" in text else "")
+            return (word + (" (one seed)" if "(one seed" in text else "")
+                    + (" (at a level the learning-rate drop sets)" if "the learning-rate drop sets" in text else ""))
     raise ValueError(f"verdict {verdict!r} is none of lra_kit.claims' verdicts")
 
 

@@ -77,3 +77,22 @@ def test_a_recorded_run_is_skipped(tmp_path, script, head, env, folder, task, pr
     (tmp_path / folder / f"{_record_name(task, recorded, 'residual', preset, 1)}.json").write_text("{}")
     calls = _run(script, [*head, f"{recorded}@1", other], tmp_path, env)
     assert [_option(c, "--attention") for c in calls] == [other]
+
+
+def test_an_mnist_run_of_record_keeps_its_samples(tmp_path):
+    """A finished MNIST run whose folder is here gets its samples and completions drawn beside its record, once;
+    without its folder (a run recorded on another machine) nothing is drawn, and a copy run never draws."""
+    record = tmp_path / "results" / "mnist" / "mnist-linear-cpu-12k-seed1.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    assert _run("results/record.sh", ["cpu-12k", "mnist", "linear@1"], tmp_path) == []  # no run folder
+    (tmp_path / "runs" / "cpu-12k" / "mnist-linear-seed1").mkdir(parents=True)
+    calls = _run("results/record.sh", ["cpu-12k", "mnist", "linear@1"], tmp_path)
+    assert calls == [["-m", "lra_kit", "generate", "runs/cpu-12k/mnist-linear-seed1", "--pictures", "results/mnist"]]
+    (tmp_path / "results" / "mnist" / "mnist-linear-cpu-12k-seed1-pictures.json").write_text("{}")
+    assert _run("results/record.sh", ["cpu-12k", "mnist", "linear@1"], tmp_path) == []  # drawn already
+    copy = tmp_path / "results" / "copy" / "copy-linear-cpu-20k.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("{}")
+    (tmp_path / "runs" / "cpu-20k" / "copy-linear").mkdir(parents=True)
+    assert _run("results/record.sh", ["cpu-20k", "copy", "linear"], tmp_path) == []

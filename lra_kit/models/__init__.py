@@ -5,7 +5,7 @@ picks the model for a task's kind (``"classification" | "retrieval" | "lm"``).
 """
 from __future__ import annotations
 
-from lra_kit.models.causal_lm import CausalLM, bits_per_dim
+from lra_kit.models.causal_lm import CausalLM, bits_per_dim, per_image_bits
 from lra_kit.models.classifier import DualEncoderClassifier, LRAClassifier, masked_mean
 from lra_kit.models.config import ModelConfig
 from lra_kit.models.embeddings import Embeddings
@@ -37,5 +37,5 @@ def build_model(cfg: ModelConfig, *, kind: str, vocab_size: int, max_length: int
 
 __all__ = ["KINDS", "Carry", "CausalLM", "DualEncoderClassifier", "Embeddings", "Encoder", "FeedForward",
            "LRAClassifier", "LunaLayer", "ModelConfig", "TransformerLayer", "adaptive_momentum", "attention_prefill",
-           "bits_per_dim", "build_model",
+           "bits_per_dim", "build_model", "per_image_bits",
            "logistic_mixture_log_pmf", "masked_mean"]

@@ -56,7 +56,8 @@ class CausalLM(nn.Module):
     def loss_terms(self, input_ids, key_padding_mask=None, loss_mask=None) -> dict:
         """Sums over the predicted tokens: position t predicts token t+1 wherever that token is real
         (and marked by ``loss_mask``, e.g. the copy task's second copy). Returns ``nll`` (nats),
-        ``correct`` (argmax = target) and ``count`` so that means can be reduced across batches/ranks."""
+        ``correct`` (argmax = target) and ``count`` so that means can be reduced across batches/ranks, and
+        ``seq_nll`` and ``seq_count``, the same per sequence (an image, for the pixel tasks)."""
         log_p = self(input_ids, key_padding_mask)[:, :-1]
         target = input_ids[:, 1:]
         keep = torch.ones_like(target, dtype=torch.bool)
@@ -66,8 +67,9 @@ class CausalLM(nn.Module):
             keep &= loss_mask[:, 1:]
         nll = -log_p.gather(-1, target.clamp(0, log_p.shape[-1] - 1)[..., None])[..., 0]
         keep_f = keep.to(nll.dtype)
-        return {"nll": (nll * keep_f).sum(), "correct": ((log_p.argmax(-1) == target) & keep).sum(),
-                "count": keep.sum()}
+        seq_nll = (nll * keep_f).sum(-1)
+        return {"nll": seq_nll.sum(), "correct": ((log_p.argmax(-1) == target) & keep).sum(),
+                "count": keep.sum(), "seq_nll": seq_nll, "seq_count": keep.sum(-1)}
 
     def _choose(self, log_p: torch.Tensor, greedy: bool, temperature: float, generator) -> torch.Tensor:
         if greedy:
@@ -141,3 +143,14 @@ class CausalLM(nn.Module):
 def bits_per_dim(nll_nats: float, count: int) -> float:
     """Mean negative log-likelihood per predicted value, in bits (nats / ln 2)."""
     return nll_nats / max(count, 1) / math.log(2.0)
+
+
+def per_image_bits(nats_sum: float, nats_sq: float, images: int) -> dict:
+    """The spread over images of each image's bits/dim, from the sum and the sum of squares of each image's mean
+    NLL in nats over ``images`` images: ``{"bits_per_dim_image_std": the sample standard deviation (bits),
+    "images": images}``; the standard deviation is None for fewer than two images. Its standard error,
+    std / √images, is the test set's noise on a bits/dim (``lra_kit.claims.bits_noise``)."""
+    if images < 2:
+        return {"bits_per_dim_image_std": None, "images": int(images)}
+    variance = max(0.0, (nats_sq - nats_sum ** 2 / images) / (images - 1))
+    return {"bits_per_dim_image_std": math.sqrt(variance) / math.log(2.0), "images": int(images)}

@@ -35,7 +35,7 @@ from lra_kit.atomic import check_writable, remove_orphans
 from lra_kit.attention import attention_spec
 from lra_kit.data.registry import task_spec
 from lra_kit.errors import ConfigError, OutputPathError, RunDirectoryError
-from lra_kit.models import build_model, bits_per_dim
+from lra_kit.models import bits_per_dim, build_model, per_image_bits
 from lra_kit.results import git_commit, make_results, write_results
 from lra_kit.train.batches import EpochBatches, item_lengths
 from lra_kit.train.checkpoint import (
@@ -63,7 +63,9 @@ class TaskLoss(nn.Module):
 
     Returns the mean loss to back-propagate and the sums (loss, correct, count) to report:
     cross-entropy over examples for classification/retrieval; for language modelling the
-    next-token NLL over the predicted tokens (``loss_mask`` respected).
+    next-token NLL over the predicted tokens (``loss_mask`` respected), and over the sequences with a
+    prediction the sum and the sum of squares of each one's mean NLL (``seq_sum``, ``seq_sq``, ``seqs``): the
+    per-image spread of bits/dim, so that two models' bits/dim can be told apart from the test set's noise.
     """
 
     def __init__(self, model: nn.Module, kind: str):
@@ -73,8 +75,11 @@ class TaskLoss(nn.Module):
     def forward(self, batch: dict) -> dict:
         if self.kind == "lm":
             t = self.model.loss_terms(batch["input_ids"], batch.get("key_padding_mask"), batch.get("loss_mask"))
+            have = t["seq_count"] > 0
+            per_seq = (t["seq_nll"].detach() / t["seq_count"].clamp_min(1))[have]
             return {"loss": t["nll"] / t["count"].clamp_min(1), "loss_sum": t["nll"].detach(),
-                    "correct": t["correct"], "count": t["count"]}
+                    "correct": t["correct"], "count": t["count"],
+                    "seq_sum": per_seq.sum(), "seq_sq": (per_seq ** 2).sum(), "seqs": have.sum()}
         labels = batch["labels"]
         logits = self.model(**{k: v for k, v in batch.items() if k != "labels"}).float()
         ce = F.cross_entropy(logits, labels, reduction="sum")
@@ -274,17 +279,18 @@ class Trainer:
         mine = [batch[self.dist.rank::self.dist.world_size] for batch in eval_batches(len(dataset), size, max_batches)]
         mine = [batch for batch in mine if batch]
         module = self.task_loss if model is None else TaskLoss(model, self.kind)
-        sums = [0.0, 0.0, 0.0]
+        keys = ("loss_sum", "correct", "count", "seq_sum", "seq_sq", "seqs")
+        sums = [0.0] * len(keys)
         for batch in self._eval_batches(module, dataset, mine):
             with self._autocast():
                 out = module(batch)
-            sums[0] += float(out["loss_sum"])
-            sums[1] += float(out["correct"])
-            sums[2] += float(out["count"])
-        loss_sum, correct, count = all_reduce_sum(sums, self.dist, self.device)
+            for i, key in enumerate(keys):
+                sums[i] += float(out.get(key, 0.0))
+        loss_sum, correct, count, seq_sum, seq_sq, seqs = all_reduce_sum(sums, self.dist, self.device)
         metrics = {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1), "count": int(count)}
         if task_spec(self.cfg.task).metric == "bits_per_dim":
             metrics["bits_per_dim"] = bits_per_dim(loss_sum, int(count))
+            metrics.update(per_image_bits(seq_sum, seq_sq, int(seqs)))
         return metrics
 
     @torch.no_grad()

@@ -4,6 +4,8 @@ Fails on what a reader would meet on the page:
 
 * **raw TeX** — math left as source (``\\frac``, ``$$`` …) because the renderer did not load; the renderer
   must come with the build (``_static/mathjax``), never from a CDN;
+* **raw MyST** — a cell, directive or role left as text (``{code-cell}``, ``:tags:``, ``{cite:p}`` …), as a
+  stray fence before a cell leaves it (browser/raw_source.py);
 * **a code block that scrolls sideways** — a cell, its output or an included listing wider than the
   column (hidden cells are opened first, so their code counts too); likewise **a displayed equation**
   wider than the column (the reader would have to scroll it, or it runs under the margin), and an
@@ -29,13 +31,11 @@ import torch
 from lra_kit.viz import momentum
 
 from browser.chromium import HTML, require_page, start_chromium, unavailable
+from browser.raw_source import raw_myst, raw_tex
 
 PAGES = sorted([*HTML.glob("book/*.html"), *HTML.glob("notebooks/*.html")])
 WIDTH = 1280
 
-# TeX that MathJax would have turned into math: a command of the book's equations, or a display delimiter.
-RAW_TEX = re.compile(r"\\(frac|sum|mathbf|mathcal|operatorname|begin\{|end\{|phi|beta|gamma|sqrt|top|le|odot|R)\b"
-                     r"|\$\$|\\\(|\\\[")
 # An absolute path of the building machine (a user's home, root's, a scratch or checkout folder).
 MACHINE_PATH = re.compile(r"(?<![\w.:/])/(home|root|tmp|Users|work|mnt|opt|var/folders|private)/[\w.-]+")
 
@@ -92,8 +92,15 @@ def test_page_reads_offline(browser, page):
         clone.querySelectorAll('pre, code, script, style, mjx-container, mjx-assistive-mml, .lrakit-data')
              .forEach(function (e) { e.remove(); });
         return clone.textContent;""")
-    raw = sorted({m.group(0) for m in RAW_TEX.finditer(text)})
+    raw = raw_tex(text)
     assert not raw, f"raw TeX on the page (the math did not render): {raw[:10]}"
+    shown = browser.execute_script("""
+        var main = document.querySelector('main') || document.body, clone = main.cloneNode(true);
+        clone.querySelectorAll('script, style, mjx-container, mjx-assistive-mml, .lrakit-data')
+             .forEach(function (e) { e.remove(); });
+        return clone.textContent;""")
+    myst = raw_myst(text, shown)
+    assert not myst, f"raw MyST on the page (a cell, directive or role left as text): {myst[:10]}"
     wide = browser.execute_script("""
         var out = [];
         document.querySelectorAll('div.highlight pre, div.cell_output pre, div.output pre, .literal-block-wrapper pre')
