@@ -83,7 +83,7 @@ def short_verdict(verdict: str) -> str:
                         ("no order to test", "no order to test"), ("waits for", "waits")):
         if text.startswith(start):
             return (word + (" (one seed)" if "(one seed" in text else "")
-                    + (" (at a level the learning-rate drop sets)" if "the learning-rate drop sets" in text else ""))
+                    + (" (at the lr drop)" if "the learning-rate drop sets" in text else ""))
     raise ValueError(f"verdict {verdict!r} is none of lra_kit.claims' verdicts")
 
 
