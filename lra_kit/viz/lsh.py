@@ -107,6 +107,27 @@ def lsh_readouts(qk: torch.Tensor, rotations: torch.Tensor, *, rounds: int, n_bu
     }
 
 
+def collision_rates(angles, n_buckets: int, *, dim: int = 32, pairs: int = 200, rounds: int = 200,
+                    seed: int = 0) -> torch.Tensor:
+    """P[h(x) = h(y)] measured for unit x, y at each angle (radians): ``pairs`` random pairs at that angle, each
+    hashed by :func:`lra_kit.attention.lsh_buckets` with every one of ``rounds`` random R (dim × n_buckets/2,
+    i.i.d. N(0, 1)); the rate over all pairs × rounds."""
+    for name, value in (("pairs", pairs), ("rounds", rounds)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    g = torch.Generator().manual_seed(seed)
+    rates = []
+    for angle in torch.as_tensor(angles, dtype=torch.float64).tolist():
+        x = torch.nn.functional.normalize(torch.randn(pairs, dim, generator=g, dtype=torch.float64), dim=-1)
+        u = torch.randn(pairs, dim, generator=g, dtype=torch.float64)
+        u = torch.nn.functional.normalize(u - (u * x).sum(-1, keepdim=True) * x, dim=-1)  # a direction ⟂ x
+        y = math.cos(angle) * x + math.sin(angle) * u
+        rotations = torch.randn(rounds, dim, n_buckets // 2, generator=g, dtype=torch.float64)
+        hx, hy = (lsh_buckets(z[None, None], rotations) for z in (x, y))  # (1, 1, rounds, pairs)
+        rates.append((hx == hy).double().mean().item())
+    return torch.tensor(rates, dtype=torch.float64)
+
+
 # --- the slider ------------------------------------------------------------------------------------------
 
 LSH_READOUTS = (
