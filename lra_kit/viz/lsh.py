@@ -107,7 +107,7 @@ def lsh_readouts(qk: torch.Tensor, rotations: torch.Tensor, *, rounds: int, n_bu
     }
 
 
-def collision_rates(angles, n_buckets: int, *, dim: int = 32, pairs: int = 200, rounds: int = 200,
+def collision_rates(angles, n_buckets: int, *, dim: int = 32, pairs: int = 100, rounds: int = 100,
                     seed: int = 0) -> torch.Tensor:
     """P[h(x) = h(y)] measured for unit x, y at each angle (radians): ``pairs`` random pairs at that angle, each
     hashed by :func:`lra_kit.attention.lsh_buckets` with every one of ``rounds`` random R (dim × n_buckets/2,
