@@ -6,13 +6,16 @@ references and runs every test (nothing is skipped for want of a reference)::
     python tests/js_references.py runtime DIR   # DIR/reference.json and the exported models under DIR
     python tests/js_references.py sliders DIR   # DIR/reference.json
     python tests/js_references.py web_stats DIR # DIR/reference.json
+    python tests/js_references.py lsh DIR       # DIR/reference.json
 
 ``runtime``: random 2-layer smoke-size MNIST models of every attention the web runtime runs, exported with
 ``lra-kit export-web``, plus the models the book ships (``_static/web/models``); for each, the
 log-probabilities of the recurrent step that :meth:`lra_kit.models.CausalLM.generate` runs (Katharopoulos et
 al. eqs. 16-20; Nguyen et al. eq. 12 for momentum) after every pixel of a synthetic digit, and its 783 greedy
 pixels. ``sliders``: what :mod:`lra_kit.viz.momentum` computes for a grid of slider positions of chapters 4
-and 5. ``web_stats``: :mod:`lra_kit.web.page`'s block times and ratios on the series of tests/test_web_page.py.
+and 5. ``lsh``: :mod:`lra_kit.viz.lsh`'s LSH weight matrices and read-outs for every setting of the baselines
+chapter's slider. ``web_stats``: :mod:`lra_kit.web.page`'s block times and ratios on the series of
+tests/test_web_page.py.
 tests/test_export_web.py and tests/test_viz_js.py import the same functions.
 """
 from __future__ import annotations
@@ -180,6 +183,26 @@ def sliders_reference() -> dict:
             "connection": {"data": data, "cases": connection}}
 
 
+# ---- lsh: the baselines chapter's slider ------------------------------------------------------------------------
+
+LSH_CHUNK = 6  # the chapter's chunk size for its 48-position example
+
+
+def lsh_reference() -> dict:
+    """The example the page embeds (as embedded: rounded), and for every rounds × buckets setting of the slider the
+    matrix lsh_attention applies to the values and the read-outs; softmax's matrix once."""
+    from lra_kit.viz import lsh
+
+    example = lsh.lsh_example()
+    data = lsh.lsh_data(example["qk"], example["rotations"], chunk_size=LSH_CHUNK, order=example["order"])
+    qk, rotations = lsh.embedded(data)
+    cases = [{"rounds": r, "buckets": b,
+              "W": lsh.lsh_weights(qk, rotations, rounds=r, n_buckets=b, chunk_size=LSH_CHUNK).tolist(),
+              "expected": lsh.lsh_readouts(qk, rotations, rounds=r, n_buckets=b, chunk_size=LSH_CHUNK)}
+             for r in range(1, rotations.shape[0] + 1) for b in (2, 4, 8, 16, 2 * rotations.shape[2])]
+    return {"atol": 1e-12, "data": data, "A": lsh.shared_qk_softmax_weights(qk).tolist(), "cases": cases}
+
+
 def web_stats_reference() -> dict:
     from test_web_page import stats_reference  # the series that file judges lra_kit.web.page on
 
@@ -187,7 +210,8 @@ def web_stats_reference() -> dict:
 
 
 KINDS = {"runtime": lambda folder: runtime_reference(export_models(folder)),
-         "sliders": lambda folder: sliders_reference(), "web_stats": lambda folder: web_stats_reference()}
+         "sliders": lambda folder: sliders_reference(), "web_stats": lambda folder: web_stats_reference(),
+         "lsh": lambda folder: lsh_reference()}
 
 
 def write(kind: str, folder: Path) -> Path:

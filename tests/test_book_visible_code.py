@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([*ROOT.glob("book/*.md"), *ROOT.glob("notebooks/*.md")])
-VISIBLE_LINES = 900
+VISIBLE_LINES = 960  # 900 before chapter 9 (the baselines), whose checks add 69 visible lines
 HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
 
 

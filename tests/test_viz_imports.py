@@ -14,7 +14,7 @@ import sys
 import pytest
 
 MODULES = ["lra_kit", "lra_kit.attention", "lra_kit.models", "lra_kit.train", "lra_kit.data", "lra_kit.viz",
-           "lra_kit.viz.lab", "lra_kit.viz.momentum", "lra_kit.viz.widgets", "lra_kit.viz.results",
+           "lra_kit.viz.lab", "lra_kit.viz.momentum", "lra_kit.viz.widgets", "lra_kit.viz.lsh", "lra_kit.viz.results",
            "lra_kit.viz.notebooks"]
 
 CHECK = """

@@ -70,7 +70,7 @@ class LinformerAttention(MultiheadAttention):
 
     ``max_length`` is n, the longest sequence the projections take (the models pass theirs); ``k`` the
     projected length (256 in Wang et al. and in the LRA runs the papers report); ``sharing`` one of
-    :data:`SHARINGS` (default ``"headwise"``, as ``linformer`` 0.2.3 shares E across heads). E and F start
+    ``SHARINGS`` (default ``"headwise"``, as ``linformer`` 0.2.3 shares E across heads). E and F start
     uniform in ±1/√k, as ``linformer`` 0.2.3 initialises them (the Nyströmformer code draws N(0, 0.02²)).
     """
 
