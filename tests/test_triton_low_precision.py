@@ -10,8 +10,8 @@ Two faults of float16 this file keeps fixed (issue 50, item 4), each a test that
   where its true value is ~1e-20 (a float32 state holds it).
 
 Then a random sweep of padded float16 and bfloat16 cases (:mod:`lra_kit.bench.precision_sweep`): the kernels' error
-against the float64 oracle is within 2× the float32 PyTorch path's error on the same rounded inputs (its result
-rounded to the type, as the kernels' is), or within two roundings of the type. The kernels run under Triton's
+against the float64 oracle is within 2× the chunked PyTorch path's error, both called with the same 16-bit inputs
+(bf16 ∇q strictly: issue 50, item 4), or, for the rest, within two roundings of the type. The kernels run under Triton's
 interpreter on CPU tensors (``LRA_KIT_TRITON=interpret``), on CUDA tensors compiled.
 """
 import importlib.util
@@ -63,8 +63,10 @@ SWEEP_SEEDS = 4
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("seed", range(SWEEP_SEEDS))
 def test_padded_sweep_against_the_float64_oracle(seed, dtype):
-    """Each gradient within 2× the PyTorch path's error (both stored in ``dtype``), or within the type's own
-    rounding of the result (2⁻⁸ bf16, 2⁻¹¹ fp16) where the PyTorch path's is smaller still."""
+    """Each result within 2× the PyTorch path's error (both called in ``dtype``), or within two of the type's
+    roundings (2⁻⁸ bf16, 2⁻¹¹ fp16); bf16 ∇q within 2× with no floor."""
     floor = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}[dtype]
     for name, (ours, theirs) in sweep_errors(seed, dtype, DEVICE).items():
+        if dtype == torch.bfloat16 and name == "dq":
+            assert ours <= 2 * theirs, (name, ours, theirs)
         assert ours <= max(2 * theirs, 2 * floor), (name, ours, theirs)
