@@ -104,6 +104,8 @@ def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: 
     once. From 16 × 32 on, they spilled up to 176 B a thread with 4 warps, so they take 8. ∇k and ∇v fit 4."""
     if dtype == torch.float32:
         return 8 if kernel == "dq_kernel" or (BD, BM) == (32, 16) else 4
+    if kernel == "dv_kernel" and dtype == torch.bfloat16 and BD * BM >= 1024:
+        return 8  # φ's products in TF32 (dot_types): with d, 32 × 32 spilled 28 B a thread with 4 warps
     return 8 if kernel in ("forward_kernel", "dq_kernel") and BD * BM >= 512 else 4
 
 
