@@ -2,8 +2,9 @@
 is needed to trust them.
 
 Keys: ``metrics``, ``config``, ``scale``, ``steps``, ``seed``, ``wall_s``, ``device``
-(e.g. "NVIDIA H200" or "cpu"), ``torch``, ``git_commit``, ``date`` — plus any extras
-(e.g. ``curves``, the loss/accuracy curves of the run).
+(e.g. "NVIDIA H200" or "cpu"), ``torch``, ``git_commit``, ``date``, ``machine`` (:func:`machine_info`: the CPU's
+model, cores and the ISA flags that change CPU timings; the GPU's name) — plus any extras (e.g. ``curves``, the
+loss/accuracy curves of the run).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import datetime
 import json
 import math
 import os
+import platform
 import subprocess
 from typing import Any
 
@@ -27,6 +29,53 @@ def device_name(device: Any = None) -> str:
     if device is not None and device.type == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(device)
     return "cpu" if device is None or device.type == "cpu" else str(device)
+
+
+# The CPU features that change what a CPU benchmark measures: AVX-512 (and its bf16/fp16/VNNI parts) and AMX tiles,
+# which oneDNN uses for matrix products when present (lscpu's / /proc/cpuinfo's flag names).
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def _cpu_fields(lscpu_text: str | None, cpuinfo_text: str | None) -> dict:
+    """Model name and flags from ``lscpu``'s output, else from /proc/cpuinfo's first processor."""
+    fields = {}
+    for text, keys in ((lscpu_text, ("Model name", "Flags")), (cpuinfo_text, ("model name", "flags"))):
+        for line in (text or "").splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in keys and key.lower() not in fields:
+                fields[key.lower()] = value.strip()
+        if "model name" in fields and "flags" in fields:
+            break
+    return fields
+
+
+def machine_info(device: Any = None, lscpu_text: str | None = None, cpuinfo_text: str | None = None) -> dict:
+    """The machine a record ran on: ``cpu_model`` (lscpu's model name), ``cpu_cores`` (logical CPUs this process
+    may use), ``torch_threads``, ``isa`` (which of :data:`ISA_FLAGS` the CPU has) and, on CUDA, ``gpu``. Two
+    machines both called "x86_64" gave one CPU benchmark 1.75 and 3.9 ms a pixel (issue 50, item 6)."""
+    if lscpu_text is None:
+        try:
+            lscpu_text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10,
+                                        env={**os.environ, "LC_ALL": "C"}).stdout
+        except (OSError, subprocess.SubprocessError):
+            lscpu_text = ""
+    if cpuinfo_text is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo_text = f.read(200_000)
+        except OSError:
+            cpuinfo_text = ""
+    fields = _cpu_fields(lscpu_text, cpuinfo_text)
+    flags = set(fields.get("flags", "").split())
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    info = {"cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
+            "cpu_cores": cores, "torch_threads": torch.get_num_threads(),
+            "isa": [f for f in ISA_FLAGS if f in flags]}
+    device = torch.device(device) if device is not None else None
+    if device is not None and device.type == "cuda" and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
 
 
 def git_commit(path: str | None = None) -> str | None:
@@ -55,6 +104,7 @@ def make_results(*, metrics: dict, config: dict, scale: str, steps: int, seed: i
               "wall_s": round(float(wall_s), 3), "device": device_name(device), "torch": torch.__version__,
               "git_commit": commit if commit is not None else git_commit(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    record["machine"] = machine_info(device)
     record.update(extra)
     return record
 

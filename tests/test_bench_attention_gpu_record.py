@@ -105,3 +105,19 @@ def test_every_committed_gpu_record_renders():
         assert t["device"] == record["device_detail"] != "cpu"
         assert [r[0] for r in t["times"][1]] == [f"{n // 1024}K" for n in record["config"]["lengths"]]
         assert len(t["ratios"][1]) == len(record["metrics"]["ratios"]) and t["targets"]
+
+
+def test_every_attention_record_with_an_fla_row_says_what_that_row_ran():
+    """A ratio to fla's time means nothing without fla's definition (issue 50, item 5): each fla row a committed
+    record ran has its definition in ``config.definitions``."""
+    import json
+    from pathlib import Path
+
+    records = sorted((Path(__file__).parent.parent / "results" / "bench").glob("attention-*.json"))
+    assert records
+    for path in records:
+        record = json.loads(path.read_text())
+        ran = {row["method"] for row in record["metrics"]["rows"] if row["method"].startswith("fla_")} \
+            if isinstance(record.get("metrics"), dict) and "rows" in record["metrics"] else set()
+        definitions = record["config"].get("definitions", {})
+        assert ran <= set(definitions), f"{path.name}: no definition of {sorted(ran - set(definitions))}"

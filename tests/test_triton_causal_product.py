@@ -300,10 +300,12 @@ def test_lag_tables_are_copied_once_per_device():
 
 
 def test_dot_operand_types():
-    """16-bit inputs multiply in their own type (tensor cores) with float32 sums read as TF32; float32 inputs use
-    tf32x3 (about float32's accuracy on tensor cores, without ieee's per-thread stack)."""
-    assert host.dot_types(torch.bfloat16) == ("bf16", "fp32", "tf32")
-    assert host.dot_types(torch.float16) == ("fp16", "fp32", "tf32")
+    """16-bit inputs multiply in their own type (tensor cores) with float32 sums read as TF32; φ of a bf16 input is
+    read as TF32 too (bf16's 8-bit mantissa rounds x + 1 coarser than the input was), of a float16 input as float16
+    (10 bits, as TF32); float32 inputs use tf32x3 (about float32's accuracy on tensor cores, without ieee's
+    per-thread stack)."""
+    assert host.dot_types(torch.bfloat16) == ("bf16", "fp32", "tf32", "fp32")
+    assert host.dot_types(torch.float16) == ("fp16", "fp32", "tf32", "fp16")
     assert host.dot_types(torch.float32).precision == "tf32x3"
 
 

@@ -74,7 +74,7 @@ from lra_kit.attention.naive import naive_cumulative_state_linear_attention
 from lra_kit.bench.device import bandwidth as device_bandwidth
 from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.measure import peak_memory, process_peak, working_set_peaks
-from lra_kit.bench.timing import interleaved_times, synchronize
+from lra_kit.bench.timing import interleaved_times, pipelined_times, summary, synchronize
 from lra_kit.atomic import check_writable
 from lra_kit.results import make_results, write_results
 from lra_kit.bench.entry import module_main
@@ -86,10 +86,12 @@ METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal"
 LSH_ROUNDS = {"lsh1_causal": 1, "lsh4_causal": 4, "lsh8_causal": 8}
 LINFORMER_K = 256
 # What a GPU user compares, each called as its users call it (the module docstring).
-GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear")
+GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear", "fla_chunk_linear_bare")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
-# autograd (the "naive implementation" of Katharopoulos §3.3.1), the memory baseline of the book.
-EXTRA_METHODS = ("linear_cumulative_states",)
+# autograd (the "naive implementation" of Katharopoulos §3.3.1), the memory baseline of the book; and fla with
+# φ in float32, the row the H200 record of 2026-11-28 called fla's.
+EXTRA_METHODS = ("linear_cumulative_states", "fla_chunk_linear_phi_f32")
+FLA_METHODS = ("fla_chunk_linear", "fla_chunk_linear_bare", "fla_chunk_linear_phi_f32")
 ALL_METHODS = METHODS + GPU_METHODS + EXTRA_METHODS
 SDPA_PINNED = {"sdpa_flash": "flash", "sdpa_cudnn": "cudnn"}  # method → the one SDPA backend it may use
 # the CPU table's non-causal methods (no "_causal" in the name), each timed against non-causal SDPA (Luna, Linformer:
@@ -110,6 +112,13 @@ DEFAULTS = {  # (lengths, batch, heads, dtype) per device type
     "cuda": ((1024, 4096, 16384, 32768, 65536), 4, 8, "bfloat16"),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+TIMING = {  # what median_s is, per device type (written into the record)
+    "cuda": "median_s: pipelined (triton.testing.do_bench's way): back-to-back calls, each between two CUDA events, "
+            "L2 flushed before each, one wait at the end; spread_s = p80 − p20. latency_s: one call alone from an "
+            "idle device (includes the host's launch overhead), median of the interleaved rounds",
+    "cpu": "median_s: each call alone (time.perf_counter), median of rounds interleaved across methods",
+}
+PIPELINED_REPEATS = 25  # CUDA: back-to-back calls per row (issue 50, item 2: ≥ 20)
 BACKWARD_TENSORS = 11  # read q, k, v, write o; read q, k, v, ∂o, write ∂q, ∂k, ∂v
 FORWARD_TENSORS = 4  # read q, k, v, write o
 
@@ -215,18 +224,38 @@ def pytorch_path(fn: Callable) -> Callable:
     return run
 
 
-def fla_chunk_linear(q, k, v, *, final_state=False):
-    """flash-linear-attention's chunk kernel as its users call it: (batch, length, heads, dim) layout,
-    ``chunk_linear_attn(φ(q), φ(k), v, normalize=True)`` with φ = elu + 1 (its scale cancels in the normaliser)."""
+def fla_chunk_linear(q, k, v, *, final_state=False, normalize=True, phi_float32=False):
+    """flash-linear-attention's chunk kernel as its users call it (fla's own ``LinearAttention`` layer maps q and k
+    this way): (batch, length, heads, dim) layout, ``chunk_linear_attn(F.elu(q) + 1, F.elu(k) + 1, v,
+    normalize=True)``, φ in the inputs' type (its scale cancels in the normaliser). ``normalize=False``: the kernel
+    alone, the bare numerator (row ``fla_chunk_linear_bare``). ``phi_float32``: φ by this package's
+    ``elu_plus_one``, which computes bf16 inputs in float32 and keeps 9 bytes an element alive for q and for k —
+    what the H200 record of 2026-11-28 ran as its fla row (row ``fla_chunk_linear_phi_f32``)."""
     from fla.ops.linear_attn import chunk_linear_attn
 
-    out, _ = chunk_linear_attn(elu_plus_one(q), elu_plus_one(k), v, normalize=True, output_final_state=final_state)
+    if phi_float32:
+        fq, fk = elu_plus_one(q), elu_plus_one(k)
+    else:
+        fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    out, _ = chunk_linear_attn(fq, fk, v, normalize=normalize, output_final_state=final_state)
     return out
+
+
+# What each fla row runs, written into every record (``config["definitions"]``): a ratio to fla's time means
+# nothing without it (issue 50, item 1).
+FLA_DEFINITIONS = {
+    "fla_chunk_linear": "fla.ops.linear_attn.chunk_linear_attn(F.elu(q) + 1, F.elu(k) + 1, v, normalize=True), "
+                        "φ in the inputs' type, (B, N, H, D) layout",
+    "fla_chunk_linear_bare": "fla.ops.linear_attn.chunk_linear_attn(F.elu(q) + 1, F.elu(k) + 1, v, "
+                             "normalize=False): the kernel alone, no normaliser",
+    "fla_chunk_linear_phi_f32": "fla.ops.linear_attn.chunk_linear_attn(elu_plus_one(q), elu_plus_one(k), v, "
+                                "normalize=True), φ by lra_kit's elu_plus_one: float32 for bf16 inputs",
+}
 
 
 def check_runnable(method: str, device: torch.device) -> None:
     """Raise :class:`Unavailable` with the reason where ``method`` cannot run on ``device`` at all."""
-    if method == FLA:
+    if method in FLA_METHODS:
         if not fla_installed():
             raise Unavailable("flash-linear-attention is not installed (pip install fla-core)")
         if device.type != "cuda":
@@ -261,6 +290,9 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
         "linformer": _linformer,
         "linear_cumulative_states": naive_cumulative_state_linear_attention,
         FLA: lambda q, k, v: fla_chunk_linear(q, k, v, final_state=final_state),
+        "fla_chunk_linear_bare": lambda q, k, v: fla_chunk_linear(q, k, v, final_state=final_state, normalize=False),
+        "fla_chunk_linear_phi_f32": lambda q, k, v: fla_chunk_linear(q, k, v, final_state=final_state,
+                                                                     phi_float32=True),
     }[method]
 
 
@@ -458,7 +490,7 @@ def _reason(err: BaseException, caught: list) -> str:
 # What a method that cannot run here raises on its first call: a backend the card or dtype lacks
 # (SDPA's "No available kernel"), a broken install, too little memory. Ours raise nothing of the kind:
 # an error in our own methods is a bug and stops the run.
-THIRD_PARTY = tuple(SDPA_PINNED) + (FLA,)
+THIRD_PARTY = tuple(SDPA_PINNED) + FLA_METHODS
 
 
 def first_call(method: str, make: Callable[[], Callable[[], None]], device: torch.device):
@@ -530,8 +562,14 @@ def run(
                 bar.write(f"{N}: {m} first call " + (f"{seconds:.1f} s" if why is None else f"unavailable: {why}"))
         times = interleaved_times(steps, device, repeats=repeats)  # after one more untimed call each
         for method, ts in times.items():
-            rows.append({"length": N, "method": method, "median_s": statistics.median(ts),
-                         "spread_s": max(ts) - min(ts), "warmup_s": warmup_s[method]})
+            row = {"length": N, "method": method, "median_s": statistics.median(ts),
+                   "spread_s": max(ts) - min(ts), "warmup_s": warmup_s[method]}
+            if device.type == "cuda":  # the device's time, pipelined; the call alone stays as its latency
+                piped = summary(pipelined_times(steps[method], device, repeats=max(PIPELINED_REPEATS, repeats)))
+                row.update(latency_s=row["median_s"], latency_spread_s=row["spread_s"], median_s=piped["median_s"],
+                           spread_s=piped["p80_s"] - piped["p20_s"], p20_s=piped["p20_s"], p80_s=piped["p80_s"],
+                           pipelined_count=piped["count"])
+            rows.append(row)
         bar.update(len(methods))
         if device.type == "cuda":  # the caching allocator's peak over one more call of each warm step
             peaks = [peak_memory(steps[m], device) for m in times]
@@ -584,6 +622,8 @@ def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, di
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
                    "sdpa_backend": sdpa_backend, "bandwidth": bandwidth,
                    "fla": fla_installed(), "versions": _versions(),
+                   "definitions": {m: FLA_DEFINITIONS[m] for m in methods if m in FLA_DEFINITIONS},
+                   "timing": TIMING["cuda" if device.type == "cuda" else "cpu"],
                    # which path linear_attention and momentum_attention chose for themselves here
                    "triton": device.type == "cuda" and triton_ready(device),
                    "first_call_s": first,
@@ -644,6 +684,7 @@ def _fmt(x, spec: str) -> str:
 # (header, key, format, width, scale) of the forward+backward table; a column all "-" in a run is left out.
 TABLE_COLUMNS = (
     ("median ms", "median_s", ".2f", 10, 1e3),
+    ("latency ms/call", "latency_s", ".2f", 15, 1e3),
     ("bound ms", "bound_ms", ".3f", 9, 1),
     ("× bound", "time_over_bound", ".1f", 7, 1),
     ("first s", "warmup_s", ".1f", 7, 1),

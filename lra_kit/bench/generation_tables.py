@@ -126,14 +126,20 @@ def paper_rows(task: str) -> list[Row]:
 
 
 def machine_label(record: dict) -> str:
-    """The machine a record names: its GPU ("NVIDIA H200"), or "CPU (x86_64, 1 thread)" from its processor and
-    the threads of its runs."""
+    """The machine a record names: its GPU ("NVIDIA H200"), or "CPU (Intel Xeon …, AVX-512, AMX, 1 thread)" from its
+    ``machine`` (:func:`lra_kit.results.machine_info`; older records: its processor) and the threads of its runs."""
     device = str(record.get("device", "?"))
     if device != "cpu":
         return device
     config = record.get("config", {})
     threads = sorted({run.get("threads") for run in config.get("runs", [config]) if run.get("threads")})
-    parts = [record["processor"]] if record.get("processor") else []
+    machine = record.get("machine") or {}
+    if machine.get("cpu_model"):
+        isa = machine.get("isa", [])
+        parts = [machine["cpu_model"]] + [name for name, flag in (("AVX-512", "avx512f"), ("AMX", "amx_tile"))
+                                          if flag in isa]
+    else:
+        parts = [record["processor"]] if record.get("processor") else []
     if threads:
         parts.append("-".join(map(str, threads)) + (" thread" if threads == [1] else " threads"))
     return "CPU" + (f" ({', '.join(parts)})" if parts else "")

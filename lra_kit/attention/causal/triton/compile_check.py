@@ -62,11 +62,12 @@ def variants() -> list[dict]:
             for flags, edges in ((attention, False), (attention, True), (bare, True)):
                 if edges and not largest:
                     continue
+                phi_dot = types.phi_dot if flags["PHI"] else types.in_dot
                 out.append({"kernel": "states_kernel", "input": dtype, "output": "fp32",
                             "num_warps": state_warps(torch_dtype, use_d),
                             "constexprs": dict(C=tiling.max_chunk, BX=b, BY=b, REVERSE=reverse, HAS_INIT=edges,
-                                               STORE_LAST=edges, USE_D=use_d, **dict(flags, MASK=flags["MASK"]
-                                                                                      and not reverse), **dots)})
+                                               STORE_LAST=edges, USE_D=use_d, ACC_DOT=types.acc_dot, PHI_DOT=phi_dot,
+                                               **dict(flags, MASK=flags["MASK"] and not reverse), **dots)})
         blocks = _blocks(tiling.max_block)
         for kernel, extra in (("forward_kernel", {"STORE_DEN": True}), ("dq_kernel", {"STORE_H": True}),
                               ("dk_kernel", {}), ("dv_kernel", {})):
@@ -78,7 +79,8 @@ def variants() -> list[dict]:
                         out.append({"kernel": kernel, "input": dtype, "output": out_type,
                                     "num_warps": output_warps(bd, bm, torch_dtype, kernel),
                                     "constexprs": dict(C=tiling.max_chunk, BD=bd, BM=bm, USE_D=use_d,
-                                                       ACC_DOT=types.acc_dot, **flags, **extra, **dots)})
+                                                       ACC_DOT=types.acc_dot, **flags, **extra, **dots,
+                                                       PHI_DOT=types.phi_dot if flags["PHI"] else types.in_dot)})
     return out + decode_variants()
 
 
@@ -153,7 +155,7 @@ def compile_variant(kernels, variant: dict) -> dict:
 
     kernel = getattr(kernels, variant["kernel"])
     constexprs = {k: (getattr(tl, {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[v])
-                      if k in ("IN_DOT", "ACC_DOT") else v) for k, v in variant["constexprs"].items()}
+                      if k in ("IN_DOT", "PHI_DOT", "ACC_DOT") else v) for k, v in variant["constexprs"].items()}
     log = io.StringIO()
     start = time.perf_counter()
     with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(log):

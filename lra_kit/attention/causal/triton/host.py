@@ -104,6 +104,8 @@ def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: 
     once. From 16 × 32 on, they spilled up to 176 B a thread with 4 warps, so they take 8. ∇k and ∇v fit 4."""
     if dtype == torch.float32:
         return 8 if kernel == "dq_kernel" or (BD, BM) == (32, 16) else 4
+    if kernel == "dv_kernel" and dtype == torch.bfloat16 and BD * BM >= 1024:
+        return 8  # φ's products in TF32 (dot_types): with d, 32 × 32 spilled 28 B a thread with 4 warps
     return 8 if kernel in ("forward_kernel", "dq_kernel") and BD * BM >= 512 else 4
 
 
@@ -113,6 +115,7 @@ class DotTypes(NamedTuple):
     in_dot: str  # products of two input tiles
     acc_dot: str  # products with a float32 sum as operand (a state, the weighted scores)
     precision: str  # input_precision of the float32 products
+    phi_dot: str  # products with φ of an input as operand (φ applied in the kernels)
 
 
 def dot_types(dtype: torch.dtype) -> DotTypes:
@@ -120,10 +123,16 @@ def dot_types(dtype: torch.dtype) -> DotTypes:
     (states, weighted scores) are read as TF32 — float32's range (they overflow float16) and a 10-bit mantissa
     (rounding them to bf16 as well doubled the gradients' error; they live in float32 in memory anyway, so
     this costs no traffic). float32 inputs: tf32x3, about float32's accuracy on tensor cores ("ieee" runs on
-    the CUDA cores with a large per-thread stack)."""
-    if dtype in (torch.bfloat16, torch.float16):
-        return DotTypes("bf16" if dtype == torch.bfloat16 else "fp16", "fp32", "tf32")
-    return DotTypes("fp32", "fp32", "tf32x3")
+    the CUDA cores with a large per-thread stack).
+
+    φ(x) = x + 1 of a bf16 input is not a bf16 number: rounded back to bf16's 8-bit mantissa, it put ∇q at 2–8×
+    the float32 path's error under the interpreter (issue 50). φ's products are TF32 for bf16 inputs (10 bits, as
+    float16 has: float16 inputs keep their type, exact enough and twice TF32's rate)."""
+    if dtype == torch.bfloat16:
+        return DotTypes("bf16", "fp32", "tf32", "fp32")
+    if dtype == torch.float16:
+        return DotTypes("fp16", "fp32", "tf32", "fp16")
+    return DotTypes("fp32", "fp32", "tf32x3", "fp32")
 
 
 def _tl_dtype(name: str):
@@ -175,9 +184,12 @@ class _Launch:
         self.kernels = kernels_for(q)
         self.flags = dict(PHI=phi_in_kernel, MASK=mask is not None, NORM=self.norm, USE_D=self.use_d)
         types = dot_types(q.dtype)
-        # Triton's interpreter cannot multiply bf16 (kernels._dot): there the operands are rounded, not typed.
-        round_only = not q.is_cuda and types.in_dot == "bf16"
-        self.dots = dict(IN_DOT=_tl_dtype(types.in_dot), PRECISION=types.precision, ROUND_ONLY=round_only)
+        # Triton's interpreter cannot multiply bf16 and ignores TF32 (kernels._dot): there the operands of
+        # 16-bit inputs are rounded as the GPU rounds them, and multiplied in float32.
+        round_only = not q.is_cuda and types.in_dot != "fp32"
+        phi_dot = types.phi_dot if phi_in_kernel else types.in_dot  # without φ, x is an input tile: no rounding
+        self.dots = dict(IN_DOT=_tl_dtype(types.in_dot), PHI_DOT=_tl_dtype(phi_dot), PRECISION=types.precision,
+                         ROUND_ONLY=round_only)
         self.acc_dot = _tl_dtype(types.acc_dot)
         self.mask = _mask_of(mask, self.u)
         self.BD, self.BM = launch_blocks(self.D, self.M, q.dtype)
@@ -216,7 +228,7 @@ class _Launch:
             *x, *y, *self.mask, rows, h if h is not None else rows, s, d, z, *first, *last,
             self.u, self.p, self.beta, self.gamma, self.H, self.N, DX, DY, self.NC,
             C=self.C, BX=BX, BY=BY, REVERSE=reverse, HAS_INIT=init is not None, STORE_LAST=store_last,
-            **flags, **self.dots, num_warps=state_warps(self.dtype, self.use_d),
+            **flags, **self.dots, ACC_DOT=self.acc_dot, num_warps=state_warps(self.dtype, self.use_d),
         )
         return (s, d, z), (last if store_last else None)
 

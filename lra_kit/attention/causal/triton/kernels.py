@@ -59,13 +59,33 @@ def loop_bound_probe_kernel(out_ptr, n):
 
 
 @triton.jit
+def _tf32(x):
+    """x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero: ``cvt.rna.tf32.f32``), in float32."""
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _dot(a, b, T: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr):
-    """a @ b with both operands of type T, accumulated in float32. ROUND_ONLY (Triton's interpreter, bf16 only):
-    round the operands to T but multiply in float32 — the interpreter (Triton 3.x ``create_dot``) multiplies
-    bf16 operands as their raw uint16 storage, which gives garbage, while the rounding is what T does."""
+    """a @ b with both operands of type T, accumulated in float32. ROUND_ONLY (Triton's interpreter, 16-bit
+    inputs): round the operands as the GPU does but multiply in float32 — the interpreter (Triton 3.x
+    ``create_dot``) multiplies bf16 operands as their raw uint16 storage, which gives garbage, and ignores
+    ``input_precision``, so a TF32 product would be a float32 one there: float32 operands are rounded to TF32."""
     if ROUND_ONLY:
+        if T == tl.float32:
+            return tl.dot(_tf32(a.to(tl.float32)), _tf32(b.to(tl.float32)), input_precision="ieee")
         return tl.dot(a.to(T).to(tl.float32), b.to(T).to(tl.float32), input_precision="ieee")
     return tl.dot(a.to(T), b.to(T), input_precision=PRECISION)
+
+
+@triton.jit
+def _y_dot(a, b, SCALED: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+           ROUND_ONLY: tl.constexpr):
+    """a @ b of a state pass: in ACC_DOT where b was SCALED by γ/den (unbounded: |g|/ε where only padding
+    precedes a query), else in PHI_DOT (a is φ of an input)."""
+    if SCALED:
+        return _dot(a, b, ACC_DOT, PRECISION, ROUND_ONLY)
+    return _dot(a, b, PHI_DOT, PRECISION, ROUND_ONLY)
 
 
 @triton.jit
@@ -143,14 +163,20 @@ def states_kernel(
     C: tl.constexpr, BX: tl.constexpr, BY: tl.constexpr,
     REVERSE: tl.constexpr, PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr,
     HAS_INIT: tl.constexpr, STORE_LAST: tl.constexpr, USE_D: tl.constexpr,
-    IN_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
 ):
     """Forward (REVERSE=False), x = φ(k)·keep, y = v, over a chunk of L positions b = 0 … L−1:
         s ← s + β·u(L−1)·d + Σ_b u(L−1−b) x_bᵀ y_b,    d ← β^L·d + Σ_b β^{L−1−b} x_bᵀ y_b,    z ← z + Σ_b x_b.
     Adjoint (REVERSE=True), x = φ(q), y = g̃ (γ·g/den where NORM), from the last chunk to the first:
         ŝ ← ŝ + Σ_a x_aᵀ y_a,    d̂ ← β^L·d̂ + β·u(L−1)·ŝ + Σ_a β·u(a) x_aᵀ y_a,    ẑ ← ẑ + Σ_a h_a x_a.
     The second is the transpose of the first, as an adjoint must be. USE_D = False (β = 0): no d. z is carried
-    where NORM."""
+    where NORM.
+
+    Two operands are float32 numbers outside a 16-bit type's range, so their products take ACC_DOT: forward,
+    the decayed x_d = β^{L−1−b}·φ(k_b) (β = 0.3 after 14 positions is below float16's smallest subnormal, which
+    flushed a row's final d to 0); adjoint with NORM, y = γ·g/den (den = ε where only padded keys precede a
+    query: |g|·1e6, which overflowed float16 to inf and poisoned every earlier position's ∇k, ∇v)."""
     bh, ix, iy = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, hh = bh // H, bh % H
     rx = ix * BX + tl.arange(0, BX)
@@ -203,8 +229,8 @@ def states_kernel(
                 to_end = tl.where(inside, L - 1 - pos, 0)
                 x_s = x * tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)[:, None]  # u(L−1−b)
                 x_d = x * tl.load(p_ptr + to_end, mask=inside, other=0.0)[:, None]  # β^{L−1−b}
-            sigma = _dot(tl.trans(x_s), y, IN_DOT, PRECISION, ROUND_ONLY)
-            delta = _dot(tl.trans(x_d), y, IN_DOT, PRECISION, ROUND_ONLY)
+            sigma = _y_dot(tl.trans(x_s), y, REVERSE and NORM, PHI_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
+            delta = _dot(tl.trans(x_d), y, ACC_DOT, PRECISION, ROUND_ONLY)  # forward: β^{L−1−b} may be < 6e-8
             if REVERSE:
                 d = decay * d + cross * s + delta
                 s = s + sigma
@@ -212,7 +238,7 @@ def states_kernel(
                 s = s + cross * d + sigma
                 d = decay * d + delta
         else:  # β = 0: u ≡ 1, the plain causal product (Katharopoulos eq. 10)
-            s = s + _dot(tl.trans(x), y, IN_DOT, PRECISION, ROUND_ONLY)
+            s = s + _y_dot(tl.trans(x), y, REVERSE and NORM, PHI_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
     if STORE_LAST:
         tl.store(s_last_ptr + bh * DX * DY + state_off, s, mask=state_mask)
         if USE_D:
@@ -245,7 +271,8 @@ def forward_kernel(
     H, N, D, M, NC,
     C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
     PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, STORE_DEN: tl.constexpr, USE_D: tl.constexpr,
-    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
 ):
     """Row a of a chunk, output columns rm:
         num_a = Σ_{b≤a} u(a−b)(φq_a·φk_b) v_b + φq_a S + β·u(a)·φq_a D,   den_a = Σ_{b≤a} φq_a·φk_b + φq_a·z + ε,
@@ -267,7 +294,7 @@ def forward_kernel(
         rd = kd + tl.arange(0, BD)
         fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
         fk = _mapped(_tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D), inside, rd, D, PHI) * keep[:, None]
-        scores += _dot(fq, tl.trans(fk), IN_DOT, PRECISION, ROUND_ONLY)
+        scores += _dot(fq, tl.trans(fk), PHI_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rd[:, None] < D) & (rm[None, :] < M)
         state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
         num += _dot(fq, tl.load(s_ptr + state_off, mask=state_mask, other=0.0), ACC_DOT, PRECISION, ROUND_ONLY)
@@ -304,7 +331,8 @@ def dq_kernel(
     H, N, D, M, NC,
     C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
     PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, STORE_H: tl.constexpr, USE_D: tl.constexpr,
-    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
 ):
     """Row a, feature columns rd: ∇φ(q_a) = Σ_{b≤a} (u(a−b) r_a (g_a·v_b) + h_a) φk_b + r_a g_a(S + β·u(a)·D)ᵀ
     + h_a z, with r_a = γ/den_a and h_a = −(g_a·out_a)/den_a where NORM (else r = 1, h = 0); then ⊙ φ'(q_a)."""
@@ -365,7 +393,8 @@ def dk_kernel(
     H, N, D, M, NC,
     C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
     PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, USE_D: tl.constexpr,
-    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
 ):
     """Row b, feature columns rd: ∇φ(k_b) = Σ_{i≥b} (u(i−b) r_i (v_b·g_i) + h_i) φq_i + u(L−1−b) v_b Ŝᵀ
     + β^{L−1−b} v_b D̂ᵀ + ẑ; then ⊙ keep_b φ'(k_b). Ŝ, D̂ were summed from g̃ = r·g already."""
@@ -422,7 +451,8 @@ def dv_kernel(
     H, N, D, M, NC,
     C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
     PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, USE_D: tl.constexpr,
-    IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
 ):
     """Row b, value columns rm: ∇v_b = Σ_{i≥b} u(i−b)(φk_b·φq_i) g̃_i + u(L−1−b) φk_b Ŝ + β^{L−1−b} φk_b D̂,
     g̃_i = r_i g_i (r = γ/den where NORM, else 1)."""
@@ -444,7 +474,7 @@ def dv_kernel(
         rd = kd + tl.arange(0, BD)
         fk = _mapped(_tile(k_ptr, b * skb + hh * skh, skn, rows, inside, rd, D), inside, rd, D, PHI) * keep[:, None]
         fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
-        scores += _dot(fk, tl.trans(fq), IN_DOT, PRECISION, ROUND_ONLY)
+        scores += _dot(fk, tl.trans(fq), PHI_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rd[:, None] < D) & (rm[None, :] < M)
         state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
         acc += _dot(fk * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
