@@ -218,6 +218,14 @@ def _generation_over_linear(record: dict, column: str, task: str = "mnist") -> s
     return ", ".join(cells)
 
 
+def _generation_caveat(record: dict) -> str:
+    """What a GPU generation record's ratios are, where it was made before generation was timed apart from its set-up
+    (no ``config.timing``): the 2026-11-28 H200 record, whose softmax ran eager and the others as CUDA graphs."""
+    if record.get("device", "cpu") == "cpu" or "timing" in record.get("config", {}):
+        return ""
+    return " (before the fused step; softmax eager, the rest graph replay)"
+
+
 def generation_bench_row(results: Path) -> list[str]:
     """Katharopoulos appendix Table 5: seconds per generated MNIST image over linear attention's, at batch 1, on one
     CPU thread (``results/bench/generation-cpu.json``) and on each GPU recorded (``generation-<gpu>.json``), the
@@ -232,7 +240,8 @@ def generation_bench_row(results: Path) -> list[str]:
     if not have:
         return _row(title, ("image_generation", "image generation"), "not recorded yet: `lra-kit bench generation`",
                     "—")
-    text = "; ".join(f"{where}: {_generation_over_linear(record, column)}" for where, record, column in have)
+    text = "; ".join(f"{where}{_generation_caveat(record)}: {_generation_over_linear(record, column)}"
+                     for where, record, column in have)
     return _row(title, ("image_generation", "image generation"),
                 f"MNIST, time per image ÷ linear's at batch 1 (paper): {text}", "numbers only; the page compares")
 
@@ -345,6 +354,12 @@ def _gpu_attention_headline(path: Path) -> tuple[str, str] | None:
         number = f"{card}, {record['config']['dtype']}: linear ÷ fla's time {values} at {_length(have[0][0])}–" \
                  f"{_length(have[-1][0])}"
     judged = [t for t in record["metrics"]["targets"] if t["met"] is not None]
+    fla = record["config"].get("definitions", {}).get("fla_chunk_linear")
+    if fla is None:
+        raise ValueError(f"{path.name}: config.definitions does not say what its fla row ran")
+    if "not fla as its users call it" in fla:  # the 2026-11-28 record: fla fed a float32 φ (docs/gpu.md)
+        return (f"{number} (to fla fed a float32 φ, per-call latency)" if number else "",
+                f"{card}: targets not judged, its fla row was not fla as its users call it")
     return number, f"{card}: {sum(1 for t in judged if t['met'])} of {len(judged)} targets met"
 
 
