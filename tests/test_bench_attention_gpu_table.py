@@ -140,7 +140,7 @@ def test_first_call_turns_a_missing_backend_into_a_reason_and_keeps_our_errors()
 
 def test_the_gpu_defaults_are_the_rows_and_lengths_a_gpu_user_compares():
     assert attention.default_methods(torch.device("cuda")) == (
-        "sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear")
+        "sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear", "fla_chunk_linear_bare")
     assert attention.default_methods(torch.device("cpu")) == attention.METHODS
     assert {1024, 4096, 16384, 32768, 65536} <= set(DEFAULTS["cuda"][0])
     assert DEFAULTS["cuda"][1:] == (4, 8, "bfloat16")
