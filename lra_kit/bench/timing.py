@@ -86,7 +86,7 @@ def pipelined_times(
 ) -> list[float]:
     """Seconds of each of ``repeats`` back-to-back calls of ``fn``, as ``triton.testing.do_bench`` measures them.
 
-    On CUDA: the L2 cache is flushed (``flush``: zero a buffer of :data:`FLUSH_FACTOR` × the L2's size) before each
+    On CUDA: the L2 cache is flushed (``flush``: zero a buffer of ``FLUSH_FACTOR`` × the L2's size) before each
     call, each call is bracketed by its own pair of CUDA events, and the host waits only once, after the last
     call. So the host queues call after call ahead of the device, and a call's time is the device's, not the
     host's launch overhead: a short call timed alone from an idle device measures Python and the launches
@@ -122,7 +122,7 @@ def pipelined_times(
 
 
 def l2_flush(device: torch.device) -> Callable[[], object]:
-    """A callable that evicts the L2 cache of ``device`` by zeroing a buffer :data:`FLUSH_FACTOR` times its size."""
+    """A callable that evicts the L2 cache of ``device`` by zeroing a buffer ``FLUSH_FACTOR`` times its size."""
     l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
     buffer = torch.empty(FLUSH_FACTOR * l2 // 4, dtype=torch.int32, device=device)
     return buffer.zero_

@@ -96,8 +96,9 @@ class ExperimentConfig:
 
     @property
     def attention_label(self) -> str:
-        """The attention's name, with the option that names its variant where it has one: ``lsh-4`` for LSH with
-        4 rounds of hashing, as Katharopoulos et al. write lsh-X (``AttentionSpec.variant``)."""
+        """The attention's name in run names, with the value of the option that names its variant where it has one
+        (``AttentionSpec.variant``), so LSH with 4 rounds of hashing is ``lsh-4``, as Katharopoulos et al. write
+        lsh-X."""
         from lra_kit.attention import attention_spec
 
         variant = attention_spec(self.attention).variant
