@@ -153,18 +153,23 @@ def test_cells_stay_short():
         assert line.count(" | ") == 2, line[:80]
 
 
+def copied_gpu_attention_record(tmp_path):
+    """results/bench copied under tmp_path, its GPU attention records and the first one read (skips without one)."""
+    bench = tmp_path / "bench"
+    shutil.copytree(RESULTS / "bench", bench)
+    gpus = [p for p in bench.glob("attention-*.json") if p.name != "attention-cpu.json"]
+    if not gpus:
+        pytest.skip("no GPU record of the attention benchmark")
+    return bench, gpus, json.loads(gpus[0].read_text())
+
+
 def test_the_gpu_records_give_the_speed_and_generation_rows_their_headlines(tmp_path):
     """The speed row reads each results/bench/attention-<gpu>.json (linear ÷ fla over the lengths, the targets met),
     the appendix Table 5 row each generation-<gpu>.json beside the paper's GPU column; a changed record changes
     them."""
     from lra_kit.paper_numbers import KATHAROPOULOS_TABLE5_MNIST as T5
 
-    bench = tmp_path / "bench"
-    shutil.copytree(RESULTS / "bench", bench)
-    gpus = [p for p in bench.glob("attention-*.json") if p.name != "attention-cpu.json"]
-    if not gpus:
-        pytest.skip("no GPU record of the attention benchmark")
-    record = json.loads(gpus[0].read_text())
+    bench, gpus, record = copied_gpu_attention_record(tmp_path)
     card = record["device_detail"].removeprefix("NVIDIA ")
     result, verdicts = reports.speed_row(tmp_path)[1:]
     assert f"{card}, {record['config']['dtype']}: linear ÷ fla's time" in result
@@ -199,12 +204,7 @@ def test_the_gpu_records_give_the_speed_and_generation_rows_their_headlines(tmp_
 
 def test_a_gpu_attention_record_must_say_what_its_fla_row_ran(tmp_path):
     """A record whose fla row is not defined gives no headline (the README cannot say what it compared with)."""
-    bench = tmp_path / "bench"
-    shutil.copytree(RESULTS / "bench", bench)
-    gpus = [p for p in bench.glob("attention-*.json") if p.name != "attention-cpu.json"]
-    if not gpus:
-        pytest.skip("no GPU record of the attention benchmark")
-    record = json.loads(gpus[0].read_text())
+    bench, gpus, record = copied_gpu_attention_record(tmp_path)
     del record["config"]["definitions"]
     gpus[0].write_text(json.dumps(record))
     with pytest.raises(ValueError, match="what its fla row ran"):

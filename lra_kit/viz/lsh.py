@@ -13,16 +13,15 @@ these functions (``tests/js/lsh.test.mjs``).
 """
 from __future__ import annotations
 
-import functools
 import html
 import json
 import math
 import uuid
-from importlib import resources
 
 import torch
 
 from lra_kit.attention.lsh import SELF_SCORE, lsh_attention, lsh_buckets
+from lra_kit.viz.widgets import packaged_script
 
 
 def lsh_example(n: int = 48, dim: int = 8, *, clusters: int = 6, rounds: int = 8, max_buckets: int = 32,
@@ -138,13 +137,9 @@ LSH_READOUTS = (
 )
 
 
-@functools.cache
 def lsh_script() -> str:
     """The text of ``js/lsh.js`` (it defines ``LraKitLSH``), checked to be safe inside ``<script>``."""
-    source = resources.files("lra_kit.viz").joinpath("js", "lsh.js").read_text(encoding="utf-8")
-    if "</script" in source.lower():
-        raise ValueError("lra_kit/viz/js/lsh.js must not contain '</script': it is inlined in a <script> element")
-    return source
+    return packaged_script("lsh.js")
 
 
 def lsh_data(qk: torch.Tensor, rotations: torch.Tensor, *, chunk_size: int, order=None) -> dict:

@@ -29,12 +29,17 @@ from lra_kit.viz.momentum import check_positive, check_unit_interval
 
 
 @functools.cache
-def sliders_script() -> str:
-    """The text of ``js/sliders.js`` (it defines ``LraKitSliders``), checked to be safe inside ``<script>``."""
-    source = resources.files("lra_kit.viz").joinpath("js", "sliders.js").read_text(encoding="utf-8")
+def packaged_script(filename: str) -> str:
+    """The text of ``lra_kit/viz/js/<filename>``, checked to be safe inlined in a ``<script>`` element."""
+    source = resources.files("lra_kit.viz").joinpath("js", filename).read_text(encoding="utf-8")
     if "</script" in source.lower():
-        raise ValueError("lra_kit/viz/js/sliders.js must not contain '</script': it is inlined in a <script> element")
+        raise ValueError(f"lra_kit/viz/js/{filename} must not contain '</script': it is inlined in a <script> element")
     return source
+
+
+def sliders_script() -> str:
+    """The text of ``js/sliders.js`` (it defines ``LraKitSliders``)."""
+    return packaged_script("sliders.js")
 
 
 def _script(mount: str, uid: str) -> str:
