@@ -6,6 +6,7 @@ rotations injected through its one call to ``torch.randn``. Its layout is trax's
 """
 from __future__ import annotations
 
+import math
 from unittest import mock
 
 import pytest
@@ -226,3 +227,33 @@ def test_runs_are_named_lsh_x_and_take_the_papers_options():
     assert lra.name == "listops-lsh-2-lra-cpu-2h"
     assert lra.model.attention_options == {"n_hashes": 2, "n_buckets": 32, "chunk_size": 64}
     assert [hf_lsh_buckets(n) for n in (1024, 2000, 4000, 4096)] == [32, 32, 64, 128]
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_window_softmax_equals_autograd_softmax_and_logsumexp(dropout):
+    """The hand-written backward (one exponential pass) against torch.softmax and torch.logsumexp under
+    autograd, with rows that see only themselves, rows that see nothing but the fill, and a gradient on z."""
+    from lra_kit.attention.lsh import WindowSoftmax
+
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(3, 5, n, 4, generator=g, dtype=torch.float64, requires_grad=True) for n in (4, 6, 6))
+    keep = torch.rand(3, 5, 4, 6, generator=g) < 0.6
+    keep[0, 0, 1] = False  # a row that keeps no score: its fill decides
+    fill = torch.full((3, 5, 4, 6), -math.inf, dtype=torch.float64)
+    fill[..., 2, 2] = -5e4  # a self score
+    fill[0, 0, 1, 3] = -5e4
+    drop = (torch.rand(3, 5, 4, 6, generator=g) > 0.3).double() / 0.7 if dropout else None
+
+    def reference(q, k, v):
+        s = torch.where(keep, q @ k.transpose(-1, -2), fill)
+        w = torch.softmax(s, dim=-1)
+        return (w if drop is None else w * drop) @ v, torch.logsumexp(s, dim=-1)
+
+    ours, ref = WindowSoftmax.apply(q, k, v, keep, fill, drop), reference(q, k, v)
+    go, gz = torch.randn_like(ref[0]), torch.randn_like(ref[1])
+    for a, b in zip(ours, ref):
+        assert_close(a, b, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad((ours[0] * go).sum() + (ours[1] * gz).sum(), (q, k, v))
+    expected = torch.autograd.grad((ref[0] * go).sum() + (ref[1] * gz).sum(), (q, k, v))
+    for a, b in zip(grads, expected):
+        assert_close(a, b, rtol=1e-10, atol=1e-12)

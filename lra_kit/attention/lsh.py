@@ -131,14 +131,13 @@ def lsh_attention(
     order = (buckets * N + position).argsort(dim=-1)  # (B, H, R, N): the position in each sorted slot
     order = F.pad(order, (0, slots - N), value=N)  # filler slots point at an extra all-zero row N
 
-    # 2. gather each round's sorted queries, keys, values into chunks: (B, H, R·C, chunk, ·)
-    def sorted_chunks(x):
-        x = F.pad(x, (0, 0, 0, 1))[:, :, None].expand(-1, -1, R, -1, -1)
-        x = x.gather(3, order[..., None].expand(-1, -1, -1, -1, x.shape[-1]))
-        return x.reshape(B, H, R * n_chunks, chunk_size, x.shape[-1])
-
-    q_c, v_c = sorted_chunks(qk), sorted_chunks(v)
-    k_c = F.normalize(q_c, dim=-1)
+    # 2. gather each round's sorted queries, unit keys and values in one pass: (B, H, R·C, chunk, ·). The keys
+    # are normalised before the gather, on N rows rather than R·N.
+    Dv = v.shape[-1]
+    rows = F.pad(torch.cat([qk, F.normalize(qk, dim=-1), v], dim=-1), (0, 0, 0, 1))  # row N: the filler slots
+    index = order.reshape(B, H, R * slots, 1).expand(-1, -1, -1, rows.shape[-1])
+    chunks = rows.gather(2, index).reshape(B, H, R * n_chunks, chunk_size, -1)
+    q_c, k_c, v_c = chunks.split([D, D, Dv], dim=-1)
     pos_c = order.reshape(B, H, R * n_chunks, chunk_size)
     pad = torch.zeros(B, N + 1, dtype=torch.bool, device=qk.device)
     pad[:, N] = True
@@ -156,25 +155,20 @@ def lsh_attention(
         first = (torch.arange(R * n_chunks, device=qk.device) % n_chunks == 0)[:, None]
         ok_w = ok_w & ~torch.cat([torch.zeros_like(first.expand(-1, chunk_size)),
                                   first.expand(-1, chunk_size)], dim=1)
-    allowed = ok_w[..., None, :].expand(-1, -1, -1, chunk_size, -1)
-    if causal:
-        allowed = allowed & (pos_w[..., None, :] <= pos_c[..., :, None])
-
-    # 4. scores, the self-mask, softmax within the window, and each query's log-sum-exp z. In at least float32,
-    # and with the row's largest score subtracted rather than z: a row that sees only itself (score -5e4, where
-    # float16's spacing is 32 and float32's 0.004) then gets the weight exactly 1, not exp(rounding error).
+    # which score each query keeps, and what replaces the others: -5e4 for oneself, the dtype's lowest otherwise
     work = torch.promote_types(qk.dtype, torch.float32)
-    scores = (q_c.to(work) @ k_w.to(work).transpose(-1, -2)) / math.sqrt(D)
-    scores = scores.masked_fill(~allowed, torch.finfo(work).min)
-    scores = scores.masked_fill(pos_w[..., None, :] == pos_c[..., :, None], SELF_SCORE)
-    top = scores.amax(dim=-1, keepdim=True)
-    e = torch.exp(scores - top)
-    total = e.sum(dim=-1, keepdim=True)
-    z = top + total.log()
-    weights = e / total
+    is_self = pos_w[..., None, :] == pos_c[..., :, None]
+    keep = ok_w[..., None, :] & ~is_self
+    if causal:
+        keep = keep & (pos_w[..., None, :] <= pos_c[..., :, None])
+    fill = torch.where(is_self, SELF_SCORE, -math.inf).to(work)
+
+    # 4. scores, softmax within the window and each query's log-sum-exp z, in at least float32
+    drop = None
     if dropout_p > 0:
-        weights = F.dropout(weights, p=dropout_p)
-    out = (weights @ v_w.to(work)).to(v.dtype)
+        drop = F.dropout(torch.ones_like(fill), p=dropout_p)  # 0 or 1/(1 - p) per weight
+    out, z = WindowSoftmax.apply(q_c.to(work) * D ** -0.5, k_w.to(work), v_w.to(work), keep, fill, drop)
+    out = out.to(v.dtype)
 
     # 5. unsort (the first N slots of each round hold the N positions) and combine rounds by softmax_r(z)
     undo = order[..., :N].argsort(dim=-1)
@@ -205,6 +199,45 @@ def _check_inputs(qk, v, rotations) -> None:
     if rotations.dim() != 3 or rotations.shape[1] != qk.shape[-1]:
         raise ValueError(f"rotations must have shape (n_hashes, {qk.shape[-1]}, n_buckets/2), got "
                          f"{tuple(rotations.shape)}")
+
+
+class WindowSoftmax(torch.autograd.Function):
+    """Softmax attention of each chunk's queries over its window, with each query's log-sum-exp z.
+
+    (q, k, v, keep, fill[, drop]) → (o, z): s = q kᵀ where ``keep``, else ``fill``; w = softmax(s);
+    o = (w ⊙ drop) v; z = log Σⱼ exp sⱼ. The same as ``torch.softmax`` and ``torch.logsumexp`` under autograd
+    (the test suite checks both ways), in one exponential pass over the scores instead of three: on a CPU the
+    exponentials were most of an LSH training step. The row's largest score is subtracted, so a row that sees
+    only itself (score -5e4, where float16's spacing is 32 and float32's 0.004) gets the weight exactly 1.
+
+    Backward, with ∂w = (∂o vᵀ) ⊙ drop: ∂s = w ⊙ (∂w − Σⱼ wⱼ ∂wⱼ + ∂z) where ``keep``, 0 where the score was
+    replaced (∂z/∂s = w, and Σⱼ wⱼ ∂wⱼ = ∂o · o without dropout).
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, keep, fill, drop):
+        s = torch.where(keep, q @ k.transpose(-1, -2), fill)
+        top = s.amax(dim=-1, keepdim=True)
+        w = s.sub_(top).exp_()
+        total = w.sum(dim=-1, keepdim=True)
+        w.div_(total)
+        o = (w if drop is None else w * drop) @ v
+        ctx.save_for_backward(q, k, v, keep, w, o, drop)
+        return o, (top + total.log()).squeeze(-1)
+
+    @staticmethod
+    def backward(ctx, grad_o, grad_z):
+        q, k, v, keep, w, o, drop = ctx.saved_tensors
+        grad_w = grad_o @ v.transpose(-1, -2)
+        if drop is None:
+            grad_v = w.transpose(-1, -2) @ grad_o
+            row = (grad_o * o).sum(dim=-1, keepdim=True)
+        else:
+            grad_v = (w * drop).transpose(-1, -2) @ grad_o
+            grad_w.mul_(drop)
+            row = (grad_w * w).sum(dim=-1, keepdim=True)
+        grad_s = grad_w.sub_(row - grad_z[..., None]).mul_(w).masked_fill_(~keep, 0.0)
+        return grad_s @ k, grad_s.transpose(-1, -2) @ q, grad_v, None, None, None
 
 
 class LSHAttention(MultiheadAttention):
