@@ -5,23 +5,35 @@ The copy task (Katharopoulos et al. §4.1, Fig. 2; Nguyen et al. §4.1, Fig. 1),
 1. linear attention reaches softmax's final loss (here: within 10 % of softmax's test loss);
 2. softmax converges fastest, and each momentum variant converges faster than linear attention;
 3. adaptive momentum (β̃ computed, Nguyen et al. eq. 18) does as well as the hand-tuned momentum
-   connection (within 10 % of its test loss).
+   connection (within 10 % of its test loss);
+4. against the Reformer baselines lsh-1, lsh-4 and lsh-8 (:data:`LSH_COPY`, once recorded): linear attention
+   "reaches a lower loss than lsh" (Katharopoulos et al. §4.1, on test loss, as claim 1);
+5. momentum and adaptive momentum "converge faster and achieve better training loss than both linear
+   transformer and reformer" (Nguyen et al. Fig. 1 caption), against each lsh-X recorded: fewer steps to both
+   levels below and a lower final training loss (:func:`final_train_loss`), all three.
 
 "Converges faster" is measured as steps to reach a loss (:func:`lra_kit.results.steps_to_loss`) at two
 levels, from linear attention's runs: ``early``, half its first logged training loss (mean over its seeds),
 and ``late``, 1.5 × its mean final test loss. Where a side has several seeds, "faster" and "lower" are
 decided only where the seeds' ranges do not overlap (:func:`lower`); "within 10 %" (claims 1 and 3) is a claim
 of sameness, which overlapping seeds support (:func:`within`); where a side has one seed, the verdict says the
-spread is not known.
+spread is not known. The baselines' claims (4, 5) are stricter: the seeds' ranges are the only noise the copy
+task measures, so a side with fewer than :data:`MIN_SEEDS` seeds leaves them undecided, saying so
+(:func:`lower_in_every`); each lsh-X recorded is a row of its own.
 
 MNIST (Katharopoulos et al. §4.2.1, Table 1; Nguyen et al. §4.2, Table 2), :func:`mnist_claims`: linear
 attention's bits/dim within the papers' gap of softmax's, and the momentum variants below linear's, with the
 LRA page's rule: a gap counts only beyond two standard errors (:func:`bits_noise`, from the per-image spread
-the evaluation records); where the records lack that spread, the verdict says it cannot be decided.
+the evaluation records); where the records lack that spread, the verdict says it cannot be decided. Against the
+Reformer baselines LSH-1 and LSH-4 (Katharopoulos et al. Table 1 and appendix Fig. 5a: linear "outperforming
+significantly both reformer variants"), :func:`mnist_baseline_claims`: linear attention's bits/dim below each, with
+the same rule.
 
 LRA (Nguyen et al. §4.3, Table 4; Ma et al. §4.1, Table 1), :func:`lra_claims`: on one task, the order the
 papers' tables give two attentions (momentum and adaptive momentum above linear; softmax against linear;
-Luna-16 against linear and softmax), measured on test accuracy with the same rule (:func:`lower`) and a gap
+Luna-16 against linear and softmax; and, in :func:`lra_baseline_claims` once a baseline is recorded on the task,
+Reformer and Linformer against linear attention and the momentum transformers), measured on test accuracy with
+the same rule (:func:`lower`) and a gap
 that counts only beyond two standard errors (:func:`gap_noise`: the test set's sampling, plus the seeds'
 spread where a side has several; where a side has one seed, the verdict says so).
 
@@ -50,6 +62,23 @@ LRA_PAIRS = (
     ("Ma et al.", LUNA_TABLE1, (LUNA, "Luna-16"), (LINEAR, "Linear Trans.")),
     ("Ma et al.", LUNA_TABLE1, (LUNA, "Luna-16"), (SOFTMAX, "Transformer")),
 )
+# The Reformer and Linformer baselines, labelled by their records' names: LSH with X rounds of hashing is lsh-X
+# (Katharopoulos et al. §4), the LRA's Reformer has 2 rounds (the Nyströmformer code's "reformer-2").
+LSH_COPY = ("lsh-1", "lsh-4", "lsh-8")  # Katharopoulos et al. Fig. 2
+LSH_MNIST = {"lsh-1": "LSH-1", "lsh-4": "LSH-4"}  # label: row of Katharopoulos et al. Table 1
+REFORMER, LINFORMER = "lsh-2", "linformer"
+LRA_BASELINES = (REFORMER, LINFORMER)
+# Nguyen et al. §4.3: the momentum transformers "outperform ... reformer and linformer"; Ma et al. Table 1 puts both
+# far above linear attention on ListOps (37.27 and 35.70 against 16.13) and below it on Text. A pair is measured
+# on a task once its baseline is recorded there (they are not run on every task).
+LRA_BASELINE_PAIRS = tuple(
+    pair for baseline, t4, l1 in ((REFORMER, "Reformer", "Reformer"), (LINFORMER, "Linformer", "Linformer"))
+    for pair in (("Nguyen et al.", MOMENTUM_TABLE4, (baseline, t4), (LINEAR, "Linear")),
+                 ("Nguyen et al.", MOMENTUM_TABLE4, (MOMENTUM_VARIANTS[0], "Momentum transformer"), (baseline, t4)),
+                 ("Nguyen et al.", MOMENTUM_TABLE4, (MOMENTUM_VARIANTS[2], "Adaptive momentum transformer"),
+                  (baseline, t4)),
+                 ("Ma et al.", LUNA_TABLE1, (baseline, l1), (LINEAR, "Linear Trans."))))
+MIN_SEEDS = 2  # the copy task's baseline claims: the seeds a side needs before their ranges decide anything
 WITHIN = 1.1  # "reaches" and "does as well": at most 10 % above the other's test loss
 TIE = 0.5  # LRA: a paper's gap under half a point is no order (Text's test set alone has 0.3 points of noise)
 
@@ -139,10 +168,14 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
     are not all recorded yet says what it waits for. Returns ``loss`` and ``accuracy`` (a
     :func:`lra_kit.results.spread` of the test metric per label), ``levels`` (``{"early": …, "late": …}``,
     empty without linear attention), ``reach`` (level name → label → spread of the steps to that level)
-    and ``claims``, a list of ``(claim, measured, verdict)`` rows.
+    ``train_loss`` (the spread of :func:`final_train_loss`), ``claims``, a list of ``(claim, measured,
+    verdict)`` rows (claims 1 to 3), and ``baseline_claims``, those of claims 4 and 5, against each baseline of
+    :data:`LSH_COPY` recorded (empty where none is). A baseline's runs count among the variants of claim 2's
+    "softmax converges fastest", as its curve is in Nguyen et al.'s Fig. 1.
     """
     runs = {label: rs for label, rs in runs.items() if rs}
     loss = {label: spread(r["metrics"]["test"]["loss"] for r in rs) for label, rs in runs.items()}
+    train_loss = {label: spread(final_train_loss(r["curves"]["train"]) for r in rs) for label, rs in runs.items()}
     acc = {label: spread(r["metrics"]["test"]["accuracy"] for r in rs) for label, rs in runs.items()}
     levels = {}
     if LINEAR in runs:
@@ -189,7 +222,73 @@ def measure_copy(runs: dict[str, list[dict]]) -> dict:
         claims.append(("3. adaptive (β̃ computed, eq. 18) does as well as the tuned connection (β̃ = 0.99), "
                        "within 10 %", f"test loss {mean_range(ad, 4)} against {mean_range(mc, 4)}",
                        within(ad, mc)))
-    return {"loss": loss, "accuracy": acc, "levels": levels, "reach": reach, "claims": claims}
+    lsh = [label for label in LSH_COPY if label in runs]
+    baseline_claims = _copy_baseline_claims(runs, loss, train_loss, levels, reach, lsh) if lsh else []
+    return {"loss": loss, "accuracy": acc, "levels": levels, "reach": reach, "train_loss": train_loss,
+            "claims": claims, "baseline_claims": baseline_claims}
+
+
+def _copy_baseline_claims(runs: dict[str, list[dict]], loss: dict, train_loss: dict, levels: dict, reach: dict,
+                          lsh: list[str]) -> list[tuple[str, str, str]]:
+    """Claims 4 and 5 of :func:`measure_copy`, one row per recorded baseline of ``lsh`` (labels of :data:`LSH_COPY`):
+    4 on test loss; 5, "converge faster and achieve better training loss", on the steps to each level of
+    ``levels`` and the final training loss together (:func:`lower_in_every`)."""
+    claims = []
+    for x in lsh:
+        claim = f"4. linear reaches a lower loss than {x} (Katharopoulos §4.1)"
+        if LINEAR not in runs:
+            claims.append((claim, "–", "waits for: linear"))
+            continue
+        claims.append((claim, f"test loss {mean_range(loss[LINEAR], 4)} against {mean_range(loss[x], 4)}",
+                       lower_in_every({"test loss": (loss[LINEAR], loss[x])}, LINEAR, x)))
+    for label in (MOMENTUM_VARIANTS[0], MOMENTUM_VARIANTS[2]):
+        for x in lsh:
+            claim = f"5. {label} converges faster and reaches a lower training loss than {x} (Nguyen Fig. 1)"
+            if label not in runs:
+                claims.append((claim, "–", f"waits for: {label}"))
+                continue
+            parts = {f"steps to the {when} level": (reach[when][label], reach[when][x]) for when in levels}
+            parts["final training loss"] = (train_loss[label], train_loss[x])
+            measured = "; ".join(f"{what} {mean_range(a, 4 if 'loss' in what else 0)} against "
+                                 f"{mean_range(b, 4 if 'loss' in what else 0)}" for what, (a, b) in parts.items())
+            claims.append((claim, measured, lower_in_every(parts, label, x)))
+    return claims
+
+
+def final_train_loss(curve: list[dict], width: int = 5) -> float:
+    """A run's final training loss: the mean of the last ``width`` logged losses of its ``curves["train"]`` (the
+    running mean :func:`lra_kit.results.steps_to_loss` reads)."""
+    if not curve or width < 1:
+        raise ValueError(f"curve must hold logged losses and width be >= 1; got {len(curve or [])} and {width}")
+    losses = [p["loss"] for p in curve[-width:]]
+    return sum(losses) / len(losses)
+
+
+def lower_in_every(parts: dict[str, tuple[dict, dict]], a_label: str, b_label: str) -> str:
+    """The verdict on "``a_label`` is lower than ``b_label`` in every one of ``parts``" on the copy task: ``parts``
+    maps what is compared (steps to a level, a loss) to the two sides' :func:`lra_kit.results.spread`, whose seeds'
+    ranges are the only noise the copy task measures.
+
+    A side with fewer than :data:`MIN_SEEDS` seeds decides nothing (one seed is a point and says nothing of a
+    spread): the verdict is not decided and says so. Otherwise each part is decided as :func:`is_lower`: the claim
+    fails where some part is decided not lower, holds where every part is decided lower, and is otherwise not
+    decided, naming the parts whose ranges overlap.
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one comparison")
+    seeds = {a_label: min(a["n"] for a, _ in parts.values()), b_label: min(b["n"] for _, b in parts.values())}
+    few = [label for label, n in seeds.items() if n < MIN_SEEDS]
+    if few:
+        return (f"not decided: {' and '.join(few)} {'has' if len(few) == 1 else 'have'} one seed, and a verdict "
+                f"needs {MIN_SEEDS} a side")
+    decided = {what: is_lower(a, b) for what, (a, b) in parts.items()}
+    failed = [what for what, d in decided.items() if d is False]
+    if failed:
+        return f"does **not** hold at this scale (not lower: {', '.join(failed)})"
+    open_ = [what for what, d in decided.items() if d is None]
+    if open_:
+        return f"not decided: the seeds' ranges overlap ({', '.join(open_)})"
+    return "**holds** at this scale"
 
 
 def schedule_sets(runs: dict[str, list[dict]], level: float) -> str:
@@ -250,6 +349,31 @@ def mnist_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
     return claims
 
 
+def mnist_baseline_claims(runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
+    """Katharopoulos et al. appendix Fig. 5a on MNIST: linear "converges on par with softmax attention outperforming
+    significantly both reformer variants" (Table 1: 0.644 bits/dim against LSH-1's 0.745 and LSH-4's 0.676). One
+    ``(claim, measured, verdict)`` row per baseline of :data:`LSH_MNIST` recorded in ``runs`` (none where none is):
+    linear's bits/dim below the baseline's, decided as :func:`mnist_claims`' (the seeds' ranges apart and the gap
+    beyond two standard errors, :func:`bits_verdict`). "On par with softmax" is :func:`mnist_claims`' first."""
+    runs = {label: rs for label, rs in runs.items() if rs}
+    bpd = {label: spread(r["metrics"]["test"]["bits_per_dim"] for r in rs) for label, rs in runs.items()}
+    k1, claims = KATHAROPOULOS_TABLE1, []
+    for label, row in LSH_MNIST.items():
+        if label not in runs:  # a baseline not recorded yet: the page says so once
+            continue
+        claim = f"linear reaches lower bits/dim than {label} (Katharopoulos {k1.table}, Fig. 5a)"
+        if LINEAR not in runs:
+            claims.append((claim, "–", "waits for: linear"))
+            continue
+        paper = f"{k1.value('Linear (ours)', 'Bits/dim'):.3f} against {k1.value(row, 'Bits/dim'):.3f}"
+        a, b = bpd[LINEAR], bpd[label]
+        decided = is_lower(a, b)
+        claims.append((claim, f"{mean_range(a, 4)} against {mean_range(b, 4)}; the paper {paper}",
+                       "not decided: the seeds' ranges overlap" if decided is None else
+                       bits_verdict(decided, a["mean"] - b["mean"], runs[LINEAR], runs[label])))
+    return claims
+
+
 def bits_noise(a: list[dict], b: list[dict]) -> float | None:
     """Two standard errors of the gap between the mean test bits/dim of runs ``a`` and runs ``b`` (recorded
     seeds): each side's test-set noise (the per-image standard deviation its evaluation recorded, ÷ √images;
@@ -301,10 +425,24 @@ def lra_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, s
     test: the row says so (the standard error of a 64 % accuracy on 25,000 test reviews is 0.3 points). A
     measured gap within :func:`gap_noise` decides nothing either (on ListOps' 2,000 test expressions two
     standard errors of a gap near 36 % are 3 points)."""
+    return _orders(task, runs, LRA_PAIRS)
+
+
+def lra_baseline_claims(task: str, runs: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
+    """The orders of :data:`LRA_BASELINE_PAIRS` (Reformer and Linformer against linear attention and the momentum
+    transformers) on ``task``, as :func:`lra_claims` measures its own; a pair is left out while its baseline has
+    no run in ``runs`` (the baselines are not run on every task), so no baseline recorded gives no rows."""
+    recorded = {label for label, rs in runs.items() if rs}
+    return _orders(task, runs, [pair for pair in LRA_BASELINE_PAIRS
+                                if {pair[2][0], pair[3][0]} & set(LRA_BASELINES) <= recorded])
+
+
+def _orders(task: str, runs: dict[str, list[dict]], pairs) -> list[tuple[str, str, str]]:
+    """The orders ``pairs`` (as :data:`LRA_PAIRS`) measured on ``task``: the rows of :func:`lra_claims`."""
     runs = {label: rs for label, rs in runs.items() if rs}
     acc = {label: spread(100 * r["metrics"]["test"]["accuracy"] for r in rs) for label, rs in runs.items()}
     claims = []
-    for paper, table, (a, row_a), (b, row_b) in LRA_PAIRS:
+    for paper, table, (a, row_a), (b, row_b) in pairs:
         column = next(c for c in table.columns if c.lower().startswith(task))
         pa, pb = table.value(row_a, column), table.value(row_b, column)
         (hi, p_hi), (lo, p_lo) = ((a, pa), (b, pb)) if pa > pb else ((b, pb), (a, pa))
@@ -383,6 +521,15 @@ def paper_gap(pairs: list[tuple[list[dict], float]]) -> dict:
             "one_seed": any(len(runs) < 2 for runs, _ in pairs)}
 
 
+def accuracy_noise(rs: list[dict]) -> float:
+    """Two standard errors, in points, of the mean test accuracy of runs ``rs`` (recorded seeds): the test set's
+    sampling and, where there are several seeds, their spread; the noise of a gap to a fixed number (a rule with no
+    model, scored on the same test set)."""
+    if not rs:
+        raise ValueError("rs must hold at least one recorded run")
+    return 200 * math.sqrt(_accuracy_variance(rs))
+
+
 def gap_noise(a: list[dict], b: list[dict]) -> float:
     """Two standard errors, in points, of the gap between the mean test accuracies of runs ``a`` and runs ``b``:
     each side's test-set sampling (its seeds score the same test examples, so more seeds do not shrink it) and,
@@ -398,8 +545,9 @@ def _accuracy_variance(rs: list[dict]) -> float:
     return test + seed_variance(accs)
 
 
-__all__ = ["LINEAR", "LRA_PAIRS", "LUNA", "MOMENTUM_VARIANTS", "SOFTMAX", "TIE", "WITHIN", "bits_noise",
-           "bits_verdict", "fastest_verdict", "gap_noise", "is_above", "is_lower", "lower", "lra_claims",
-           "measure_copy", "mnist_claims", "overlap", "paper_gap", "same_answers", "schedule_sets", "seed_range",
-           "seed_variance",
+__all__ = ["LINEAR", "LINFORMER", "LRA_BASELINES", "LRA_BASELINE_PAIRS", "LRA_PAIRS", "LSH_COPY", "LSH_MNIST",
+           "LUNA", "MIN_SEEDS", "MOMENTUM_VARIANTS", "REFORMER", "SOFTMAX", "TIE", "WITHIN", "accuracy_noise",
+           "bits_noise", "bits_verdict", "fastest_verdict", "final_train_loss", "gap_noise", "is_above", "is_lower",
+           "lower", "lower_in_every", "lra_baseline_claims", "lra_claims", "measure_copy", "mnist_baseline_claims",
+           "mnist_claims", "overlap", "paper_gap", "same_answers", "schedule_sets", "seed_range", "seed_variance",
            "verdict", "within"]
