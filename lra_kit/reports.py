@@ -13,7 +13,9 @@ The README is a front door: its table has one row per paper's table or figure (t
 short cells, the page and what it reproduces, the headline numbers (the mean over the seeds, their count where
 several), and the claims that hold or do not hold by name, the others counted. The ranges, the papers' numbers,
 the runs of record and the reading of every verdict live on the page each row links to. An attention added to
-:data:`LRA_NAMES` (or a variant to the copy and MNIST names) gets its number in its rows at the next report.
+:data:`LRA_NAMES` (or a variant to the copy and MNIST names) gets its number in its rows at the next report. The
+papers' baselines (Reformer as lsh-X, Linformer: :func:`baselines`) join a row, and docs/budget.md's costs, once
+some record of them exists, and are named nowhere before that: they are not planned on every task.
 
 A run recorded later (another seed, another attention, a control) appears at the next ``lra-kit report``.
 """
@@ -126,6 +128,31 @@ MNIST_NAMES = {"softmax": "softmax", "linear": "linear", "momentum": "momentum",
 LRA_NAMES = {"softmax": "softmax", "linear": "linear", "performer": "performer", "momentum": "momentum",
              "adaptive momentum": "momentum+adaptive", "luna": "luna"}
 COPY_BUDGET, MNIST_BUDGET = "cpu-20k", "cpu-12k"
+
+
+def baselines(experiment: str) -> tuple[str, ...]:
+    """The papers' baselines of ``experiment`` ("copy", "mnist" or "lra"), by label, which is also the name in
+    their records' file names (``lsh-4``): :mod:`lra_kit.claims`' ``LSH_COPY``, ``LSH_MNIST``, ``LRA_BASELINES``."""
+    from lra_kit.claims import LRA_BASELINES, LSH_COPY, LSH_MNIST
+
+    table = {"copy": LSH_COPY, "mnist": tuple(LSH_MNIST), "lra": LRA_BASELINES}
+    if experiment not in table:
+        raise ValueError(f"experiment must be one of {sorted(table)}, got {experiment!r}")
+    return table[experiment]
+
+
+def recorded_runs(folder: Path, task: str, preset: str, names: dict[str, str],
+                  extra: tuple[str, ...] = ()) -> dict[str, list[dict]]:
+    """Every recorded seed of ``task`` at ``preset`` under ``folder``, by label: each of ``names`` (label → the
+    name in its records' file names; empty where none is recorded), then each of ``extra`` (labels that are
+    their records' names, the baselines) only where some seed of it is recorded."""
+    from lra_kit.results import seed_records
+
+    runs = {label: seed_records(str(folder), f"{task}-{name}-{preset}") for label, name in names.items()}
+    for label in extra:
+        if found := seed_records(str(folder), f"{task}-{label}-{preset}"):
+            runs[label] = found
+    return runs
 # The LRA budgets of record, longest first: each task's runs of record are at the first that trains it.
 LRA_BUDGETS, LRA_EARLY = ("lra-cpu-2h", "lra-cpu-long"), "lra-cpu"
 LRA_TITLES = {"text": "Text", "listops": "ListOps", "image": "Image", "pathfinder": "Pathfinder"}
@@ -160,39 +187,42 @@ def copy_row(results: Path) -> list[str]:
     """Katharopoulos Fig. 2, Nguyen Fig. 1: the mean test loss per variant at ``cpu-20k`` and the claims of
     :func:`lra_kit.claims.measure_copy` ("faster": in steps to an early and a late loss level)."""
     from lra_kit.claims import measure_copy
-    from lra_kit.results import seed_records
 
-    names = _copy_names()
-    runs = {label: seed_records(str(results / "copy"), f"copy-{name}-{COPY_BUDGET}") for label, name in names.items()}
+    runs = recorded_runs(results / "copy", "copy", COPY_BUDGET, _copy_names(), baselines("copy"))
     have = {label: rs for label, rs in runs.items() if rs}
     title = "Katharopoulos Fig. 2, Nguyen Fig. 1"
     if not have:
         return _row(title, ("copy_task", "copy task"), "not recorded yet", "—")
-    m = measure_copy(have)
-    loss = ", ".join(f"{label} {_mean(m['loss'][label], 4)}" for label in have)
+    m = measure_copy(have)  # the baselines' runs too: "softmax converges fastest" is over every recorded curve
+    loss = ", ".join(f"{label} {_mean(m['loss'][label], 4)}" for label in have if label not in baselines("copy"))
+    return _row(title, ("copy_task", "copy task"), f"test loss, `{COPY_BUDGET}`: {loss}",
+                _verdicts(_copy_items(m["claims"])))
+
+
+def _copy_items(claims: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """The copy task's ``(claim, measured, verdict)`` rows as ``(claim, short verdict)``, a claim decided alike at
+    both loss levels once, with its levels in parentheses."""
     levels: dict[tuple[str, str], list[str]] = {}  # (claim, verdict): the loss levels it has that verdict at
-    for claim, _, verdict in m["claims"]:
+    for claim, _, verdict in claims:
         found = re.search(r"\((early|late)\b", claim)
         key = (_claim_name(claim).split(". ", 1)[-1], short_verdict(verdict))
         levels.setdefault(key, []).extend([found.group(1)] if found else [])
-    items = [(claim + (f" ({', '.join(at)})" if at else ""), word) for (claim, word), at in levels.items()]
-    return _row(title, ("copy_task", "copy task"), f"test loss, `{COPY_BUDGET}`: {loss}", _verdicts(items))
+    return [(claim + (f" ({', '.join(at)})" if at else ""), word) for (claim, word), at in levels.items()]
 
 
 def mnist_row(results: Path) -> list[str]:
     """Katharopoulos Table 1, Nguyen Table 2: the mean test bits/dim per variant at ``cpu-12k`` and the verdicts
     of :func:`lra_kit.claims.mnist_claims`."""
     from lra_kit.claims import mnist_claims
-    from lra_kit.results import seed_records, spread
+    from lra_kit.results import spread
 
-    runs = {label: seed_records(str(results / "mnist"), f"mnist-{name}-{MNIST_BUDGET}")
-            for label, name in MNIST_NAMES.items()}
+    runs = recorded_runs(results / "mnist", "mnist", MNIST_BUDGET, MNIST_NAMES, baselines("mnist"))
     have = {label: rs for label, rs in runs.items() if rs}
     title = "Katharopoulos Table 1, Nguyen Table 2 (MNIST bits/dim)"
     if not have:
         return _row(title, ("image_generation", "image generation"), "not recorded yet", "—")
     ours = ", ".join(f"{label} {_mean(spread(r['metrics']['test']['bits_per_dim'] for r in rs), 3)}"
-                     for label, rs in have.items())
+                     for label, rs in have.items() if label not in baselines("mnist"))
     items = [(_claim_name(c), short_verdict(v)) for c, _, v in mnist_claims(have)]
     return _row(title, ("image_generation", "image generation"), f"test bits/dim, `{MNIST_BUDGET}`: {ours}",
                 _verdicts(items))
@@ -284,10 +314,9 @@ def lra_budget(task: str) -> str:
 
 
 def lra_runs(results: Path, task: str, preset: str) -> dict[str, list[dict]]:
-    """Every recorded seed of ``task`` at ``preset``, by attention label (the LRA page's ``budget_runs``)."""
-    from lra_kit.results import seed_records
-
-    return {label: seed_records(str(results / "lra"), f"{task}-{name}-{preset}") for label, name in LRA_NAMES.items()}
+    """Every recorded seed of ``task`` at ``preset``, by attention label: those of :data:`LRA_NAMES`, then the
+    baselines (``lsh-2``, ``linformer``) where recorded."""
+    return recorded_runs(results / "lra", task, preset, LRA_NAMES, baselines("lra"))
 
 
 def lra_row(results: Path, task: str) -> list[str]:
@@ -303,11 +332,82 @@ def lra_row(results: Path, task: str) -> list[str]:
     if not have:
         return _row(title, ("lra", "Long Range Arena"), f"`{preset}`: not recorded yet", "—")
     cells = ", ".join(f"{label} {_mean(spread(100 * r['metrics']['test']['accuracy'] for r in rs), 1)}"
-                      for label, rs in have.items())
-    missing = [label for label in runs if not runs[label]]
+                      for label, rs in have.items() if label in LRA_NAMES)
+    missing = [label for label in LRA_NAMES if not runs[label]]
     text = f"test accuracy %, `{preset}`: {cells}" + (f"; not recorded: {', '.join(missing)}" if missing else "")
     items = [(_claim_name(c), short_verdict(v)) for c, _, v in lra_claims(task, have)]
     return _row(title, ("lra", "Long Range Arena"), text, _verdicts(items))
+
+
+def _merge_baselines(items: list[tuple[str, str]], labels: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(claim, short verdict)`` pairs with the claims that differ only in the one baseline they name, and have the
+    same verdict, as one that names them all: "linear reaches a lower loss than lsh-1/lsh-8" (a claim named twice,
+    by two papers' tables, once)."""
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, labels)) + r")(?![\w-])")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for claim, word in items:
+        found = pattern.findall(claim)
+        key = (pattern.sub("\0", claim) if len(found) == 1 else claim, word)
+        names = groups.setdefault(key, [])
+        if len(found) == 1 and found[0] not in names:
+            names.append(found[0])
+    return [(claim.replace("\0", "/".join(names)), word) for (claim, word), names in groups.items()]
+
+
+def baseline_rows(results: Path) -> list[list[str]]:
+    """The papers' baselines, a row for each page where some is recorded: copy lsh-X (claims 4 and 5 of
+    :func:`lra_kit.claims.measure_copy`), MNIST LSH-1 and LSH-4 (:func:`lra_kit.claims.mnist_baseline_claims`) and
+    each LRA task's Reformer (lsh-2) and Linformer (:func:`lra_kit.claims.lra_baseline_claims`), the numbers of
+    the baselines alone (the page's row of the same runs has the others'); then one row naming the baselines of the
+    pages that have none recorded yet."""
+    from lra_kit.claims import lra_baseline_claims, measure_copy, mnist_baseline_claims
+    from lra_kit.results import spread
+
+    rows, waiting = [], []
+    runs = {k: v for k, v in recorded_runs(results / "copy", "copy", COPY_BUDGET, _copy_names(),
+                                           baselines("copy")).items() if v}
+    lsh = [label for label in baselines("copy") if label in runs]
+    if lsh:
+        m = measure_copy(runs)
+        rows.append(_row("Katharopoulos Fig. 2, Nguyen Fig. 1 (the Reformer baseline)", ("copy_task", "copy task"),
+                         f"test loss, `{COPY_BUDGET}`: " + ", ".join(f"{x} {_mean(m['loss'][x], 4)}" for x in lsh),
+                         _verdicts(_merge_baselines(_copy_items(m["baseline_claims"]), baselines("copy")))))
+    else:
+        waiting.append(("copy_task", "copy task", baselines("copy"), COPY_BUDGET))
+    runs = {k: v for k, v in recorded_runs(results / "mnist", "mnist", MNIST_BUDGET, MNIST_NAMES,
+                                           baselines("mnist")).items() if v}
+    lsh = [label for label in baselines("mnist") if label in runs]
+    if lsh:
+        ours = ", ".join(f"{x} {_mean(spread(r['metrics']['test']['bits_per_dim'] for r in runs[x]), 3)}"
+                         for x in lsh)
+        items = [(_claim_name(c), short_verdict(v)) for c, _, v in mnist_baseline_claims(runs)]
+        rows.append(_row("Katharopoulos Table 1, Fig. 5a (MNIST, the Reformer baseline)",
+                         ("image_generation", "image generation"), f"test bits/dim, `{MNIST_BUDGET}`: {ours}",
+                         _verdicts(_merge_baselines(items, baselines("mnist")))))
+    else:
+        waiting.append(("image_generation", "image generation", baselines("mnist"), MNIST_BUDGET))
+    lra = 0
+    for task in lra_tasks_of_record():
+        preset = lra_budget(task)
+        runs = {k: v for k, v in lra_runs(results, task, preset).items() if v}
+        have = [label for label in baselines("lra") if label in runs]
+        if not have:
+            continue
+        lra += 1
+        cells = ", ".join(f"{x} {_mean(spread(100 * r['metrics']['test']['accuracy'] for r in runs[x]), 1)}"
+                          for x in have)
+        items = [(_claim_name(c), short_verdict(v)) for c, _, v in lra_baseline_claims(task, runs)]
+        rows.append(_row(f"Nguyen Table 4, Luna Table 1 ({LRA_TITLES[task]}: Reformer, Linformer)",
+                         ("lra", "Long Range Arena"), f"test accuracy %, `{preset}`: {cells}",
+                         _verdicts(_merge_baselines(items, baselines("lra")))))
+    if not lra:
+        waiting.append(("lra", "Long Range Arena", baselines("lra"), None))
+    if waiting:
+        rows.append([", ".join(_page(name, title) for name, title, *_ in waiting) + ": the papers' baselines "
+                     "(Reformer as lsh-X, Linformer)", "not recorded yet: " + "; ".join(
+                         f"{title} {', '.join(labels)} " + (f"(`{preset}`)" if preset else "(each task's budget)")
+                         for _, title, labels, preset in waiting), "—"])
+    return rows
 
 
 def lra_early_row(results: Path) -> list[str]:
@@ -406,7 +506,7 @@ def readme_table(results: Path | str | None = None) -> str:
 
     results = Path(results) if results is not None else ROOT / "results"
     rows = [copy_row(results), mnist_row(results), CIFAR_ROW, generation_bench_row(results), web_row(results),
-            *(lra_row(results, task) for task in lra_tasks_of_record()),
+            *(lra_row(results, task) for task in lra_tasks_of_record()), *baseline_rows(results),
             lra_early_row(results), speed_row(results)]
     return markdown_table(["page: paper, table or figure", "result (mean over seeds; seeds, where several)",
                            "the papers' claims"], rows)
@@ -417,11 +517,8 @@ def readme_table(results: Path | str | None = None) -> str:
 
 def _budget_experiments(results: Path) -> list[tuple[str, str, str, dict[str, list[dict]]]]:
     """(title, task, preset, runs by label) of every budget of record."""
-    from lra_kit.results import seed_records
-
     generation = {"copy": ("copy", COPY_BUDGET, _copy_names()), "mnist": ("MNIST", MNIST_BUDGET, MNIST_NAMES)}
-    out = [(title, task, preset, {label: seed_records(str(results / task), f"{task}-{name}-{preset}")
-                                  for label, name in names.items()})
+    out = [(title, task, preset, recorded_runs(results / task, task, preset, names, baselines(task)))
            for task, (title, preset, names) in generation.items()]
     for task in lra_tasks_of_record():
         preset = lra_budget(task)
@@ -431,12 +528,15 @@ def _budget_experiments(results: Path) -> list[tuple[str, str, str, dict[str, li
 
 def run_costs(results: Path | str | None = None) -> str:
     """docs/budget.md's table of what each budget of record cost: per attention, the median over its seeds of
-    ``wall_s ÷ steps`` and the seeds recorded; per budget, the core-hours of all its runs (one thread each)."""
+    ``wall_s ÷ steps`` and the seeds recorded; per budget, the core-hours of all its runs (one thread each). A
+    baseline (lsh-X, linformer) has a column once some budget has a record of it."""
     from lra_kit.viz.results import markdown_table
 
     results = Path(results) if results is not None else ROOT / "results"
     experiments = _budget_experiments(results)
     labels = list(dict.fromkeys(label for *_, runs in experiments for label in runs))
+    extra = {label for experiment in ("copy", "mnist", "lra") for label in baselines(experiment)}
+    labels = [label for label in labels if label not in extra] + [label for label in labels if label in extra]
     rows = []
     for title, _, preset, runs in experiments:
         cells, total = [], 0.0
@@ -538,6 +638,6 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=_main)
 
 
-__all__ = ["PARTS", "ReportError", "copy_row", "lra_budget", "lra_early_row", "lra_row", "markers", "mnist_row",
-           "part", "readme_table", "render", "replace_between", "run_costs", "short_verdict", "speed_row", "stale",
-           "step_timings", "web_row", "write"]
+__all__ = ["PARTS", "ReportError", "baseline_rows", "baselines", "copy_row", "lra_budget", "lra_early_row",
+           "lra_row", "markers", "mnist_row", "part", "readme_table", "recorded_runs", "render", "replace_between",
+           "run_costs", "short_verdict", "speed_row", "stale", "step_timings", "web_row", "write"]

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from lra_kit.claims import (LRA_BASELINES as BOTH, MIN_SEEDS, accuracy_noise, final_train_loss, lower_in_every, lra_baseline_claims,
-                            lra_claims, measure_copy, mnist_baseline_claims, mnist_claims)
+from lra_kit.claims import (LRA_BASELINES as BOTH, MIN_SEEDS, accuracy_noise, final_train_loss, lower_in_every,
+                            lra_baseline_claims, lra_claims, measure_copy, mnist_baseline_claims, mnist_claims)
 from lra_kit.results import spread
 
 
