@@ -231,6 +231,7 @@ def test_every_row_of_the_run_has_its_definition_in_the_record(bench):
         assert "chunk_size=32" in written[method] and "causal=True" in written[method]
     assert "k = 256" in written["linformer"] and "not causal" in written["linformer"]
     assert "P of length 16" in written["luna"]
+    assert set(record["config"]["load_average_1m"]) == {"start", "end"}  # how loaded the machine was
 
 
 def test_every_method_of_the_benchmark_has_a_definition():

@@ -45,6 +45,7 @@ import importlib.util
 import itertools
 import math
 import multiprocessing
+import os
 import platform
 import statistics
 import sys
@@ -88,6 +89,7 @@ LSH_ROUNDS = {"lsh1_causal": 1, "lsh4_causal": 4, "lsh8_causal": 8}
 LSH_BUCKETS = 64
 LSH_CHUNK = 32
 LINFORMER_K = 256
+PAPERS_BASELINES = (*LSH_ROUNDS, "linformer")
 # What a GPU user compares, each called as its users call it (the module docstring).
 GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear", "fla_chunk_linear_bare")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
@@ -597,7 +599,8 @@ def run(
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length,
                  sdpa_backend=sdpa_backend)
     config = dict(device=device, batch=batch, heads=heads, dim=dim, dtype=dtype, beta=beta, luna_length=luna_length,
-                  repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth)
+                  repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth,
+                  load_start=load_average())
     rows, prefill_rows, unavailable = [], [], []
     pre_methods = prefill_methods(methods) if prefill else ()
     bar = tqdm(total=len(lengths) * (len(methods) + len(pre_methods)), desc="attention benchmark: time",
@@ -677,8 +680,16 @@ def _versions() -> dict:
     return out
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the system has none): a run on a loaded machine says so."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, dim, dtype, beta, luna_length, repeats,
-           methods, sdpa_backend, bandwidth) -> dict:
+           methods, sdpa_backend, bandwidth, load_start=None) -> dict:
     first = {}
     for r in rows:  # the first length each method ran at: where it compiled and autotuned
         first.setdefault(r["method"], r["warmup_s"])
@@ -693,6 +704,9 @@ def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, di
                    # which path linear_attention and momentum_attention chose for themselves here
                    "triton": device.type == "cuda" and triton_ready(device),
                    "first_call_s": first,
+                   # the 1-minute load average when the run started and when this table was written (other work
+                   # on the machine's cores slows every row; the ratios compare rows timed in the same rounds)
+                   "load_average_1m": {"start": load_start, "end": load_average()},
                    # CPU: a fresh process per row, default allocator, growth over the first call (measure.process_peak)
                    "memory_measure": "cuda allocator" if device.type == "cuda" else "process"},
         "rows": rows,
