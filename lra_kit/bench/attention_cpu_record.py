@@ -15,9 +15,9 @@ from lra_kit.paper_numbers import LUNA_TABLE2
 
 __all__ = ["CPU_RECORD", "RECORD_COMMAND", "luna_table2", "missing_rows", "paper_row"]
 # Re-records the CPU table with every row: 1K-4K for Luna Table 2 (3K included), 8K and 16K for the slopes of
-# Katharopoulos et al. Fig. 1; 5 rounds, so that it fits about 20 minutes of one core shared with other work
+# Katharopoulos et al. Fig. 1; 3 rounds, so that it fits about 20 minutes of a machine whose cores run other work
 # (docs/gpu.md, "CPU memory: what a process pays").
-RECORD_COMMAND = ("lra-kit bench attention --device cpu --lengths 1024 2048 3072 4096 8192 16384 --repeats 5 "
+RECORD_COMMAND = ("lra-kit bench attention --device cpu --lengths 1024 2048 3072 4096 8192 16384 --repeats 3 "
                   "--json results/bench/attention-cpu.json")
 # The record's rows beside the rows of Ma et al. Table 2 they come closest to (None: no row there). The paper does
 # not say how many hashing rounds its Reformer used, so each of ours stands beside that one row.
