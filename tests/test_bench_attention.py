@@ -215,3 +215,42 @@ def test_the_json_is_written_after_each_length(tmp_path, monkeypatch):
     rows = json.loads(path.read_text())["metrics"]["rows"]
     assert [(r["length"], r["method"]) for r in rows] == [(32, "sdpa_causal"), (48, "sdpa_causal")]
     assert all(r["peak_bytes"] > 0 and r["warmup_s"] >= 0 for r in rows)
+
+
+def test_every_row_of_the_run_has_its_definition_in_the_record(bench):
+    """A ratio means nothing without what its two rows ran: the record names, for every method of the run and of
+    its prefill, what it ran (``config.definitions``), and the LSH and Linformer rows name their settings."""
+    from lra_kit.bench import attention
+
+    record = json.loads(bench["path"].read_text())
+    written = record["config"]["definitions"]
+    ran = {r["method"] for r in record["metrics"]["rows"]} | {r["method"] for r in record["metrics"]["prefill"]}
+    assert ran == set(written) and all(written[m] for m in ran)
+    for method, rounds in attention.LSH_ROUNDS.items():
+        assert f"{rounds} hashing round" in written[method] and "64 buckets" in written[method]
+        assert "chunk_size=32" in written[method] and "causal=True" in written[method]
+    assert "k = 256" in written["linformer"] and "not causal" in written["linformer"]
+    assert "P of length 16" in written["luna"]
+    assert set(record["config"]["load_average_1m"]) == {"start", "end"}  # how loaded the machine was
+
+
+def test_every_method_of_the_benchmark_has_a_definition():
+    from lra_kit.bench import attention
+
+    known = attention.definitions(beta=0.6, luna_length=16, sdpa_backend="auto")
+    assert set(known) == {*attention.ALL_METHODS, attention.PREFILL_BASELINE}
+    assert "beta=0.3" in attention.definitions(beta=0.3, luna_length=16, sdpa_backend="auto")["momentum_causal"]
+    with pytest.raises(ValueError, match="no definition of \\['made_up'\\]"):
+        attention.run_definitions(["sdpa", "made_up"], beta=0.6, luna_length=16, sdpa_backend="auto")
+
+
+def test_linformer_rows_drop_the_projections_gradients_after_each_step():
+    """E and F are parameters: each step starts without their gradients, as after a model's zero_grad, so that every
+    timed call pays what the first one did."""
+    from lra_kit.bench import attention
+
+    step = attention.make_step("linformer", B=1, H=1, N=24, D=8, dtype=torch.float32, device=torch.device("cpu"),
+                               beta=0.6, luna_length=16)
+    step()
+    E, F = attention._projections_for(24, "cpu", torch.float32)
+    assert E.requires_grad and E.grad is None and F.grad is None

@@ -33,6 +33,10 @@ def test_every_step_writes_into_the_named_folder(tmp_path):
     assert by_name["c1"].endswith("--json results/bench/attention-{gpu}.json") and str(out) not in by_name["c1"]
     assert "--sdpa-backend flash" in by_name["c2"] and "65536" not in by_name["c2"]
     assert "luna" in by_name["c2"] and "linear_causal" in by_name["c2"]
+    # c2 runs the CPU table's rows, the papers' baselines (lsh-1/4/8, Linformer) included
+    from lra_kit.bench.attention import METHODS
+
+    assert gpu_check.PAPERS == METHODS and by_name["c2"].split("--methods ")[1].startswith(" ".join(METHODS))
     assert "compute-sanitizer --tool memcheck" in by_name["b"]
     for name in ("d1", "d2", "d3"):
         assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
@@ -48,7 +52,7 @@ def test_the_benchmark_fits_one_lease_before_anything_else(tmp_path):
     plan = gpu_check.steps(tmp_path)
     assert plan[0].name == "c1" and 1.25 * plan[0].budget_s <= gpu_check.LEASE_LIMIT_S
     assert gpu_check.timeout_s(plan[0], left_s=gpu_check.LEASE_LIMIT_S) == int(1.25 * plan[0].budget_s)
-    slow_first = [gpu_check.Step("x", "slow", ("true",), 400), *plan[1:]]
+    slow_first = [gpu_check.Step("x", "slow", ("true",), 400), *plan[1:3]]
     with pytest.raises(ValueError, match="first step, x, may need 500 s"):
         gpu_check.check_budget(slow_first)
     gpu_check.check_budget([plan[1], gpu_check.Step("x", "the same, later", ("true",), 400)])

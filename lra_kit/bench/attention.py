@@ -7,7 +7,7 @@ methods; and non-causal, Luna's baseline), causal linear attention (Katharopoulo
 gradient), causal momentum attention (Nguyen eq. 13), causal Performer, and Luna (pack+unpack, non-causal); and the
 papers' baselines: Reformer's LSH attention with 1, 4 and 8 rounds (``lsh1_causal`` …: shared QK, 64 buckets, chunks
 of 32; against causal SDPA, as Katharopoulos et al. Fig. 1) and Linformer (``linformer``: k = 256; against
-non-causal SDPA, as Ma et al. Table 3). Then
+non-causal SDPA, as Ma et al. Table 2). Then
 prefill: the causal forward over a prompt, in tokens/s, against SDPA writing the prompt's keys and values into a
 KV cache.
 
@@ -45,6 +45,7 @@ import importlib.util
 import itertools
 import math
 import multiprocessing
+import os
 import platform
 import statistics
 import sys
@@ -81,10 +82,14 @@ from lra_kit.bench.entry import module_main
 
 METHODS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna",
            "lsh1_causal", "lsh4_causal", "lsh8_causal", "linformer")
-# The papers' baselines (Katharopoulos et al. Fig. 1: lsh-1/4/8, causal; Ma et al. Table 3: Linformer, non-causal):
-# LSH with 64 buckets and chunks of 32 (Katharopoulos et al. §4), Linformer with k = 256, one E and F per layer.
+# The papers' baselines (Katharopoulos et al. Fig. 1: lsh-1/4/8, causal; Ma et al. Table 2: Linformer, non-causal):
+# LSH with 64 buckets and chunks of 32 (Katharopoulos et al. §4.2.1: "64 buckets", chunks of "approximately 32"),
+# Linformer with k = 256, one E and F per layer.
 LSH_ROUNDS = {"lsh1_causal": 1, "lsh4_causal": 4, "lsh8_causal": 8}
+LSH_BUCKETS = 64
+LSH_CHUNK = 32
 LINFORMER_K = 256
+PAPERS_BASELINES = (*LSH_ROUNDS, "linformer")
 # What a GPU user compares, each called as its users call it (the module docstring).
 GPU_METHODS = ("sdpa_flash", "sdpa_cudnn", "linear", "momentum", "fla_chunk_linear", "fla_chunk_linear_bare")
 # Not in the default table: causal linear attention whose numerator keeps every state S_i for
@@ -95,7 +100,7 @@ FLA_METHODS = ("fla_chunk_linear", "fla_chunk_linear_bare", "fla_chunk_linear_ph
 ALL_METHODS = METHODS + GPU_METHODS + EXTRA_METHODS
 SDPA_PINNED = {"sdpa_flash": "flash", "sdpa_cudnn": "cudnn"}  # method → the one SDPA backend it may use
 # the CPU table's non-causal methods (no "_causal" in the name), each timed against non-causal SDPA (Luna, Linformer:
-# Ma et al. Table 3); every other method against causal SDPA
+# Ma et al. Table 2); every other method against causal SDPA
 NON_CAUSAL = tuple(m for m in METHODS if not m.endswith("_causal"))
 BASELINE = {m: "sdpa_causal" if m not in NON_CAUSAL else "sdpa" for m in ALL_METHODS
             if m not in ("sdpa_causal", "sdpa", *SDPA_PINNED)}
@@ -253,6 +258,50 @@ FLA_DEFINITIONS = {
 }
 
 
+def definitions(*, beta: float, luna_length: int, sdpa_backend: str) -> dict[str, str]:
+    """What each row runs, for every method of the benchmark and the prefill's baseline, written into every record
+    (``config["definitions"]``): a ratio means nothing without what its two rows ran. Every row is one
+    forward+backward on (batch, heads, N, dim) inputs, the backward from a stored upstream gradient ∂o (Luna's:
+    below), unless the text says otherwise; the ``*_causal`` rows and ``linear``/``momentum`` are timed against
+    ``sdpa_causal``, the others against ``sdpa`` (``BASELINE``)."""
+    sdpa = f"softmax_attention → torch's scaled_dot_product_attention, SDPA backend {sdpa_backend!r}"
+    chunked = "the chunked PyTorch path (Triton switched off)"
+    linear = "linear_attention(q, k, v, causal=True): φ = elu + 1, Katharopoulos et al. eq. 9 with the " \
+             "constant-memory gradient (§3.3.1)"
+    momentum = f"momentum_attention(q, k, v, beta={beta}, causal=True): Nguyen et al. eq. 13"
+    out = {
+        "sdpa_causal": f"{sdpa}, is_causal=True: the baseline of the causal rows",
+        "sdpa": f"{sdpa}, not causal: the baseline of the non-causal rows (luna, linformer)",
+        **{m: f"F.scaled_dot_product_attention(q, k, v, is_causal=True) allowed the {b} backend only (no fallback)"
+           for m, b in SDPA_PINNED.items()},
+        "linear": f"{linear}, on the path it chooses (Triton on CUDA where installed)",
+        "momentum": f"{momentum}, on the path it chooses (Triton on CUDA where installed)",
+        "linear_causal": f"{linear}, on {chunked}",
+        "momentum_causal": f"{momentum}, on {chunked}",
+        "performer_causal": "performer_attention(q, k, v, feature_map=FavorPlus(dim), causal=True): FAVOR+ "
+                            "(Choromanski et al.), ⌈dim·ln dim⌉ positive orthogonal random features, one fixed draw",
+        "luna": f"LunaAttention(heads·dim, heads)(x, p): Ma et al. pack and unpack (§3.1), non-causal, P of length "
+                f"{luna_length}, its input and output projections included (x is (batch, N, heads·dim)); the "
+                "backward from (y.sum() + packed.sum())",
+        **{m: f"lsh_attention(q, v, rotations, chunk_size={LSH_CHUNK}, causal=True): Reformer's shared-QK LSH "
+              f"attention (Kitaev et al. §2), {r} hashing round{'s' * (r > 1)} (rotations fixed), {LSH_BUCKETS} "
+              f"buckets, chunks of {LSH_CHUNK} each seeing itself and the chunk before (look_back='round'), no "
+              "attention to oneself unless alone; q is the shared query/key, k is not read"
+           for m, r in LSH_ROUNDS.items()},
+        "linformer": f"linformer_attention(q, k, v, E=E, F=F): Wang et al. eq. 7, k = {LINFORMER_K}, not causal; "
+                     f"one E and one F ({LINFORMER_K} × N, U(±1/√k)) for every head (sharing 'headwise'), their "
+                     "gradients computed as a model's parameters' are (and dropped after each step)",
+        "linear_cumulative_states": "naive_cumulative_state_linear_attention(q, k, v): causal linear attention "
+                                    "whose numerator keeps every state S_i for autograd (Katharopoulos et al. "
+                                    "§3.3.1's naive implementation)",
+        **FLA_DEFINITIONS,
+        PREFILL_BASELINE: "prefill baseline: k and v copied into a preallocated KV cache, then "
+                          f"{sdpa}, is_causal=True, no grad (the prefill's other rows: each method's forward "
+                          "alone, no grad, returning its final state)",
+    }
+    return out
+
+
 def check_runnable(method: str, device: torch.device) -> None:
     """Raise :class:`Unavailable` with the reason where ``method`` cannot run on ``device`` at all."""
     if method in FLA_METHODS:
@@ -297,15 +346,16 @@ def _attention_fn(method: str, beta: float, sdpa_backend: str, final_state: bool
 
 
 def _lsh(q, k, v, *, n_hashes: int):
-    """Shared-QK LSH attention as the LSH rows run it: q is the shared query/key (k is not read), 64 buckets."""
+    """Shared-QK LSH attention as the LSH rows run it: q is the shared query/key (k is not read), ``LSH_BUCKETS``
+    buckets, chunks of ``LSH_CHUNK``."""
     rotations = _rotations_for(n_hashes, q.shape[-1], str(q.device))
-    return lsh_attention(q, v, rotations=rotations, chunk_size=32, causal=True)
+    return lsh_attention(q, v, rotations=rotations, chunk_size=LSH_CHUNK, causal=True)
 
 
 @functools.cache
 def _rotations_for(n_hashes: int, dim: int, device: str) -> torch.Tensor:
     # fixed, as in eval; training draws new ones (a randn of n_hashes·dim·32 numbers, nothing next to the attention)
-    return random_rotations(n_hashes, dim, 64, generator=torch.Generator().manual_seed(dim), device=device)
+    return random_rotations(n_hashes, dim, LSH_BUCKETS, generator=torch.Generator().manual_seed(dim), device=device)
 
 
 def _linformer(q, k, v):
@@ -366,13 +416,19 @@ def make_step(method: str, *, B: int, H: int, N: int, D: int, dtype, device, bet
     fn = _attention_fn(method, beta, sdpa_backend)
     # With each set its upstream gradient ∂o, a stored tensor as a model hands back: ``.sum().backward()`` would
     # hand a broadcast one, which costs no memory traffic to read and which some backward kernels copy out first.
-    sets = itertools.cycle([(q, k, v, torch.randn_like(v)) for q, k, v in _input_sets(
-        method, B=B, H=H, N=N, D=D, dtype=dtype, device=device, requires_grad=True)])
+    inputs = [(q, k, v, torch.randn_like(v)) for q, k, v in _input_sets(
+        method, B=B, H=H, N=N, D=D, dtype=dtype, device=device, requires_grad=True)]
+    sets = itertools.cycle(inputs)
+    # Linformer's E and F are parameters: their gradients are dropped after each step as a model's optimizer
+    # step does (zero_grad's set_to_none), so that every call allocates them as the first one did
+    q0 = inputs[0][0]
+    params = _projections_for(N, str(q0.device), q0.dtype) if method == "linformer" else ()
 
     def step():
         q, k, v, grad_out = next(sets)
         fn(q, k, v).backward(grad_out)
-        q.grad = k.grad = v.grad = None
+        for t in (q, k, v, *params):
+            t.grad = None
 
     return step
 
@@ -543,7 +599,8 @@ def run(
     shape = dict(B=batch, H=heads, D=dim, dtype=torch_dtype, beta=beta, luna_length=luna_length,
                  sdpa_backend=sdpa_backend)
     config = dict(device=device, batch=batch, heads=heads, dim=dim, dtype=dtype, beta=beta, luna_length=luna_length,
-                  repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth)
+                  repeats=repeats, methods=methods, sdpa_backend=sdpa_backend, bandwidth=bandwidth,
+                  load_start=load_average())
     rows, prefill_rows, unavailable = [], [], []
     pre_methods = prefill_methods(methods) if prefill else ()
     bar = tqdm(total=len(lengths) * (len(methods) + len(pre_methods)), desc="attention benchmark: time",
@@ -600,6 +657,17 @@ def run(
     return _table(rows, prefill_rows, unavailable, lengths, **config)
 
 
+def run_definitions(methods, prefill_rows=(), *, beta: float, luna_length: int, sdpa_backend: str) -> dict:
+    """The :func:`definitions` of the run's methods and of its prefill's rows, in the run's order (a method without
+    one is an error: no row is recorded without what it ran)."""
+    known = definitions(beta=beta, luna_length=luna_length, sdpa_backend=sdpa_backend)
+    names = list(dict.fromkeys([*methods, *(r["method"] for r in prefill_rows)]))
+    lacking = [m for m in names if m not in known]
+    if lacking:
+        raise ValueError(f"no definition of {lacking}: add what they run to lra_kit.bench.attention.definitions")
+    return {m: known[m] for m in names}
+
+
 def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -612,8 +680,16 @@ def _versions() -> dict:
     return out
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the system has none): a run on a loaded machine says so."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, dim, dtype, beta, luna_length, repeats,
-           methods, sdpa_backend, bandwidth) -> dict:
+           methods, sdpa_backend, bandwidth, load_start=None) -> dict:
     first = {}
     for r in rows:  # the first length each method ran at: where it compiled and autotuned
         first.setdefault(r["method"], r["warmup_s"])
@@ -622,11 +698,15 @@ def _table(rows, prefill_rows, unavailable, lengths, *, device, batch, heads, di
                    "beta": beta, "luna_length": luna_length, "repeats": repeats, "methods": list(methods),
                    "sdpa_backend": sdpa_backend, "bandwidth": bandwidth,
                    "fla": fla_installed(), "versions": _versions(),
-                   "definitions": {m: FLA_DEFINITIONS[m] for m in methods if m in FLA_DEFINITIONS},
+                   "definitions": run_definitions(methods, prefill_rows, beta=beta, luna_length=luna_length,
+                                                  sdpa_backend=sdpa_backend),
                    "timing": TIMING["cuda" if device.type == "cuda" else "cpu"],
                    # which path linear_attention and momentum_attention chose for themselves here
                    "triton": device.type == "cuda" and triton_ready(device),
                    "first_call_s": first,
+                   # the 1-minute load average when the run started and when this table was written (other work
+                   # on the machine's cores slows every row; the ratios compare rows timed in the same rounds)
+                   "load_average_1m": {"start": load_start, "end": load_average()},
                    # CPU: a fresh process per row, default allocator, growth over the first call (measure.process_peak)
                    "memory_measure": "cuda allocator" if device.type == "cuda" else "process"},
         "rows": rows,

@@ -16,7 +16,7 @@ a1, a2 the CUDA tests (tests/test_attention_gpu.py, the Triton tests) with input
 b      ``compute-sanitizer --tool memcheck`` on a small odd-sized causal product with initial and final states
 d1–d3  200 copy-task steps with AMP (bf16) and torch.compile: linear, momentum, Luna
 c2     the papers' methods on the GPU (SDPA on flash, the chunked PyTorch path of linear and momentum, Performer,
-       Luna) at 1K–16K, into DIR
+       Luna, and the papers' baselines lsh-1/4/8 and Linformer) at 1K–16K, into DIR
 g      ``lra-kit bench generation --device cuda`` for MNIST and CIFAR-10: images/s at batch 1 and at the largest
        batch that fits, the lean step replayed as a CUDA graph against the modules' step, operators per pixel;
        written to results/bench/generation-<gpu>.json (rewritten after each task)
@@ -66,8 +66,10 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
 
 
-# c2: the papers' methods, on the GPU; the PyTorch path of ours (pinned there), Performer and Luna
-PAPERS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna")
+# c2: the papers' methods, on the GPU: the CPU table's rows (lra_kit.bench.attention.METHODS: the PyTorch path of
+# ours, pinned there, Performer, Luna, and the papers' baselines lsh-1/4/8 and Linformer, Katharopoulos et al. Fig. 1)
+PAPERS = ("sdpa_causal", "linear_causal", "momentum_causal", "performer_causal", "sdpa", "luna",
+          "lsh1_causal", "lsh4_causal", "lsh8_causal", "linformer")
 
 
 def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | None = None,
@@ -117,9 +119,11 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
         training(1, "linear", 95),  # 74 s (67 s)
         training(2, "momentum", 45),  # 33 s (34 s)
         training(3, "luna", 75),  # 58 s
-        Step("c2", "the papers' methods on the GPU: SDPA flash, PyTorch path, Performer, Luna, up to 16K",
+        # 82 s (before lsh-1/4/8 and Linformer were added; +40 s for them estimated, not run yet)
+        Step("c2", "the papers' methods on the GPU: SDPA flash, PyTorch path, Performer, Luna, lsh-1/4/8, "
+             "Linformer, up to 16K",
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, small),
-              "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 110),
+              "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 150),
         # 115 s: 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
         # method also through the modules' step, and the search for the largest batch, then up to 1024; the search
         # now doubles up to 8192 (three more tries a method, each a model built and one step run): 180
