@@ -251,9 +251,9 @@ def test_window_softmax_equals_autograd_softmax_and_logsumexp(dropout):
 
     ours, ref = WindowSoftmax.apply(q, k, v, keep, fill, drop), reference(q, k, v)
     go, gz = torch.randn_like(ref[0]), torch.randn_like(ref[1])
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=True):
         assert_close(a, b, rtol=1e-12, atol=1e-12)
     grads = torch.autograd.grad((ours[0] * go).sum() + (ours[1] * gz).sum(), (q, k, v))
     expected = torch.autograd.grad((ref[0] * go).sum() + (ref[1] * gz).sum(), (q, k, v))
-    for a, b in zip(grads, expected):
+    for a, b in zip(grads, expected, strict=True):
         assert_close(a, b, rtol=1e-10, atol=1e-12)
