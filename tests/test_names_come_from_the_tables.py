@@ -57,6 +57,14 @@ SELECTIONS_OF_RECORD = {
     ("tests/test_models_decode.py", "linear, momentum, softmax"),
     # Temperature 0 on one recurrent state and one key/value cache.
     ("tests/test_models_generation.py", "linear, softmax"),
+    # The experiments of record whose results/ folders hold the papers' baselines' runs (copy, mnist and lra: an
+    # experiment's folder, not a task list), and the records the baselines' report tests fabricate there: the runs
+    # of record each page compares the baselines with.
+    ("lra_kit/reports.py", "copy, mnist"),
+    ("tests/test_reports_baselines.py", "copy, mnist"),
+    ("tests/test_reports_baselines.py", "listops, text"),
+    ("tests/test_reports_baselines.py", "linear, momentum, softmax"),
+    ("tests/test_reports_baselines.py", "linear, linformer, luna, momentum, performer, softmax"),
 }
 
 
