@@ -288,8 +288,9 @@ def speed_caption(task: str) -> str:
             f"The papers' rows: Katharopoulos et al. {main.table} ({main.section}) with the key/value cache "
             f"(\"stateful-softmax\") of {table4.table} ({table4.section}), Nguyen et al. {nguyen.table} "
             f"({nguyen.section}), and {table5.table}'s seconds per image at batch 1 ({table5.section}), as "
-            f"1 ÷ seconds. Our rows time the steps alone (the prompt pass and the set-up apart), eagerly; a row "
-            f"marked \"CUDA graphs\" holds the lean steps replayed as CUDA graphs, compared with each other only.")
+            f"1 ÷ seconds. A record made since the steps are timed alone (the notes below say which) times every "
+            f"method eagerly, the prompt pass and the set-up apart; a row marked \"CUDA graphs\" holds its lean "
+            f"steps replayed as CUDA graphs, compared with each other only.")
 
 
 def speed_notes(records: dict[str, dict]) -> str:
