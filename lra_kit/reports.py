@@ -234,7 +234,8 @@ def _generation_over_linear(record: dict, column: str, task: str = "mnist") -> s
     from lra_kit.bench.generation import PAPER_ROW
     from lra_kit.paper_numbers import KATHAROPOULOS_TABLE5_CIFAR10, KATHAROPOULOS_TABLE5_MNIST
 
-    label = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "momentum": "momentum"}
+    label = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "momentum": "momentum", "lsh-1": "LSH-1",
+             "lsh-4": "LSH-4"}
     table = {"mnist": KATHAROPOULOS_TABLE5_MNIST, "cifar10": KATHAROPOULOS_TABLE5_CIFAR10}[task]
     base = table.value(PAPER_ROW["linear"], column)
     cells = []
@@ -250,8 +251,11 @@ def _generation_over_linear(record: dict, column: str, task: str = "mnist") -> s
 
 def _generation_caveat(record: dict) -> str:
     """What a GPU generation record's ratios are, where it was made before generation was timed apart from its set-up
-    (no ``config.timing``): the 2026-11-28 H200 record, whose softmax ran eager and the others as CUDA graphs."""
-    if record.get("device", "cpu") == "cpu" or "timing" in record.get("config", {}):
+    (no ``config.timing``: :func:`lra_kit.bench.generation_tables.timed_apart`): the 2026-11-28 H200 record, whose
+    softmax ran eager and the others as CUDA graphs. A record made since divides eager by eager."""
+    from lra_kit.bench.generation_tables import timed_apart
+
+    if record.get("device", "cpu") == "cpu" or timed_apart(record):
         return ""
     return " (before the fused step; softmax eager, the rest graph replay)"
 

@@ -40,9 +40,10 @@ def test_every_step_writes_into_the_named_folder(tmp_path):
     assert "compute-sanitizer --tool memcheck" in by_name["b"]
     for name in ("d1", "d2", "d3"):
         assert "train.amp=true" in by_name[name] and "train.compile=true" in by_name[name]
-    # the generation benchmark: both image tasks, within 3 minutes, into results/bench/generation-<gpu>.json
+    # the generation benchmark: both image tasks, within 220 s, into results/bench/generation-<gpu>.json
     generation = next(s for s in gpu_check.steps(out) if s.name == "g")
-    assert "--tasks mnist cifar10" in by_name["g"] and "--json" not in by_name["g"] and generation.budget_s <= 180
+    assert "--tasks mnist cifar10" in by_name["g"] and "--json" not in by_name["g"] and generation.budget_s <= 220
+    assert "--repeats 3" in by_name["g"] and "--budget-s 0.5" in by_name["g"] and "--reference" in by_name["g"]
     dtypes = {dict(s.env).get("LRA_KIT_GPU_TEST_DTYPE") for s in gpu_check.steps(out) if s.name.startswith("a")}
     assert dtypes == {"float32", "bfloat16", "float16"}
 

@@ -9,10 +9,11 @@ import pytest
 
 from lra_kit import paper_numbers as pn
 from lra_kit.bench import generation_tables as gt
-from lra_kit.bench.generation import METHODS
+from lra_kit.bench.generation import LEAN, METHODS
 
 SOFTMAX, CACHE = "softmax", gt.CACHE
 RNN = gt.RNNS[0]
+LSH = gt.BASELINES
 
 
 def _row(task, method, batch, images_per_s, extrapolation="none", **extra):
@@ -90,7 +91,8 @@ def test_what_no_record_holds_is_not_recorded():
     header, table = gt.speed_table("mnist", records)
     assert table[-1][1 + METHODS.index(RNN)] == gt.NOT_RECORDED
     _, table = gt.speed_table("cifar10", records)  # the record has no CIFAR-10 row at all
-    assert table[-1] == ["ours, CPU (1 thread)"] + [gt.NOT_RECORDED] * len(METHODS)
+    assert table[-1] == ["ours, CPU (1 thread)"] + [gt.NO_RECORD_YET if m in LSH else gt.NOT_RECORDED
+                                                    for m in METHODS]
     _, table = gt.speed_table("cifar10", {})
     assert table[-1] == ["ours"] + [gt.NOT_RECORDED] * len(METHODS)
     _, table = gt.speed_table("cifar10", {}, here=False)  # outside a clone: the records exist elsewhere
@@ -154,8 +156,99 @@ def test_every_generation_record_is_read_the_cpu_first(tmp_path):
     assert gt.generation_records(None) == {}
 
 
+def test_a_record_without_the_lsh_rows_says_no_record_yet():
+    """A record made before the LSH baselines were timed: their cells read "no record yet", the rest as before; the
+    papers' rows have LSH-1 and LSH-4 (Katharopoulos Tables 1, 4, 5), Nguyen et al.'s none."""
+    old = _record("cpu", [r for r in _speeds("mnist", 1.0) if r["method"] not in LSH])
+    new = _record("cpu", _speeds("mnist", 1.0))
+    for records, expected in (({"cpu": old}, gt.NO_RECORD_YET), ({"cpu": new}, None)):
+        header, table = gt.speed_table("mnist", records)
+        for method in LSH:
+            cell = table[-1][header.index(gt.LABELS[method])]
+            if expected:
+                assert cell == expected
+            else:  # images/s, with its speed-up over the row's softmax
+                assert cell.startswith(f"{METHODS.index(method) + 1:.2f} (") and "no record" not in cell
+    papers = gt.paper_rows("mnist")
+    for method in LSH:
+        assert papers[0].cells[method].speed.images_per_s == pn.KATHAROPOULOS_TABLE4_MNIST.value(
+            method.upper(), "Images/sec")
+        assert papers[1].cells[method] is None  # Nguyen et al. have no LSH row
+        assert papers[2].cells[method].speed.images_per_s == pytest.approx(
+            1 / pn.KATHAROPOULOS_TABLE5_MNIST.value(method.upper(), "Seconds (CPU)"))
+    assert gt.NO_RECORD_YET in gt.speed_notes({"cpu": old})
+
+
+def test_graph_rows_compare_graph_with_graph():
+    """A GPU record's lean rows hold the CUDA graph replay: a row of its own, where the uncached methods read
+    "eager only" and the speed-ups are graph ÷ graph; the eager row divides eager by eager."""
+    rows = _speeds("mnist", 1.0)
+    for i, r in enumerate(rows):
+        if r["method"] in LEAN:
+            r["graph"] = {"images_per_s": 100.0 * (i + 1), "extrapolation": "none"}
+    out = gt.record_rows("mnist", "h200", _record("NVIDIA H200", rows, config={"timing": {}}))
+    assert [r.source for r in out] == ["ours, NVIDIA H200, batch 1", "ours, NVIDIA H200, batch 1, CUDA graphs"]
+    eager, graph = out[0].cells, out[1].cells
+    i, c = METHODS.index(RNN), METHODS.index(CACHE)
+    assert eager[RNN].over_softmax[0] == pytest.approx((i + 1) / (METHODS.index(SOFTMAX) + 1))
+    assert eager[RNN].over_cache[0] == pytest.approx((i + 1) / (c + 1))
+    assert graph[RNN].speed.images_per_s == 100.0 * (i + 1)
+    assert graph[RNN].over_softmax is None and graph[RNN].over_cache[0] == pytest.approx((i + 1) / (c + 1))
+    for method in (SOFTMAX, *LSH):
+        assert graph[method] == gt.EAGER_ONLY
+    assert "graph ÷ graph" in gt.timing_sentence(_record("NVIDIA H200", rows, config={"timing": {}}))
+
+
+def test_a_record_says_how_it_was_timed():
+    old = _record("NVIDIA H200", _speeds("mnist", 1.0))
+    assert not gt.timed_apart(old) and "eager against graph" in gt.timing_sentence(old)
+    assert "eager against graph" not in gt.timing_sentence(_record("cpu", _speeds("mnist", 1.0)))
+    new = _record("cpu", _speeds("mnist", 1.0), config={"runs": [{"timing": {}, "repeats": 3},
+                                                                 {"timing": {}, "repeats": 5}]})
+    assert gt.timed_apart(new) and "medians of 3-5 rounds, every ratio eager ÷ eager" in gt.timing_sentence(new)
+    mixed = _record("cpu", [], config={"runs": [{"timing": {}}, {}]})  # merged with a run made before
+    assert not gt.timed_apart(mixed)
+
+
+def _claims_record(marks: dict | None = None, drop=()):
+    """Batch-1 rows of both tasks at images/s that make every claim of appendix §C hold (softmax slowest, linear
+    ahead of the cache by more on CIFAR-10, momentum near linear, LSH slower than linear)."""
+    ips = {"mnist": {"softmax": 0.1, "softmax-kv-cache": 0.7, "linear": 1.0, "momentum": 0.9, "lsh-1": 0.2,
+                     "lsh-4": 0.1},
+           "cifar10": {"softmax": 0.01, "softmax-kv-cache": 0.05, "linear": 0.1, "momentum": 0.09, "lsh-1": 0.02,
+                       "lsh-4": 0.01}}
+    marks = marks or {}
+    return _record("cpu", [_row(t, m, 1, v, marks.get((t, m), "none")) for t, by in ips.items()
+                           for m, v in by.items() if m not in drop])
+
+
+def test_the_appendix_c_claims_respect_each_prefix_bound():
+    verdicts = [v for _, _, v in gt.appendix_c_claims(_claims_record())]
+    assert verdicts == [gt.HOLDS] * 5
+    # the CIFAR-10 cache timed only a prefix: its images/s at most, so linear's lead over it at least
+    cut = _claims_record({("cifar10", CACHE): "lower bound"})
+    assert [v for _, _, v in gt.appendix_c_claims(cut)][1] == gt.HOLDS
+    # a lead that only a bound makes small is not a contradiction: the true lead can only be larger
+    short = _claims_record({("cifar10", CACHE): "lower bound"})
+    next(r for r in short["metrics"]["rows"] if (r["task"], r["method"]) == ("cifar10", CACHE))["images_per_s"] = 0.09
+    claims = gt.appendix_c_claims(short)
+    assert claims[1][2] == gt.UNDECIDED and "CIFAR-10 ≥1.11" in claims[1][1]
+    # measured whole, the same numbers contradict the claim, and the page's check fails on that
+    whole = _claims_record()
+    next(r for r in whole["metrics"]["rows"] if (r["task"], r["method"]) == ("cifar10", CACHE))["images_per_s"] = 0.09
+    assert gt.appendix_c_claims(whole)[1][2] == gt.CONTRADICTED
+    # an LSH row faster than linear, whole, contradicts; a record without LSH rows has no record yet
+    fast = _claims_record()
+    next(r for r in fast["metrics"]["rows"] if (r["task"], r["method"]) == ("mnist", "lsh-1"))["images_per_s"] = 2.0
+    assert gt.appendix_c_claims(fast)[3][2] == gt.CONTRADICTED
+    assert [v for _, _, v in gt.appendix_c_claims(_claims_record(drop=LSH))][3:] == [gt.NO_RECORD_YET] * 2
+    far = _claims_record()  # momentum at half linear's speed: not "about what linear costs"
+    next(r for r in far["metrics"]["rows"] if (r["task"], r["method"]) == ("mnist", "momentum"))["images_per_s"] = 0.5
+    assert gt.appendix_c_claims(far)[2][2] == gt.CONTRADICTED
+
+
 def test_the_lean_step_sentence_reads_the_record():
-    lean = [m for m in METHODS if m != SOFTMAX]
+    lean = list(LEAN)
     rows = [_row("mnist", m, 1, 1.0, ops_per_pixel=100 + i, modules_ops_per_pixel=200 + i, ms_per_pixel=1.0 + i,
                  modules={"ms_per_pixel": 2.5 + i}, rounds_s=[{}, {}, {}]) for i, m in enumerate(lean)]
     sentence = gt.lean_step_sentence(_record("cpu", rows), "mnist")
@@ -176,13 +269,17 @@ def test_the_lean_step_sentence_reads_the_record():
 
 
 def test_the_bound_sentence_reads_the_largest_batch():
-    lean = [m for m in METHODS if m != SOFTMAX]
+    lean = list(LEAN)
     rows = [_row("mnist", m, b, 1.0, times_bound=10.0 * b + i, bound_ms_per_pixel=0.5)
             for i, m in enumerate(lean) for b in (1, 4)]
     sentence = gt.bound_sentence(_record("NVIDIA H200", rows), "mnist")
     assert f"{gt.LABELS[lean[0]]} 40.0× at batch 4 (bound 0.500 ms a pixel)" in sentence
     assert "at batch 1" not in sentence and "NVIDIA H200" in sentence
     assert gt.bound_sentence(_record("cpu", [_row("mnist", lean[0], 1, 1.0)]), "mnist") is None
+    for r in rows:  # a record with the graph replay: its times_bound, said to be the graph's
+        r["graph"] = {"times_bound": 2.0, "bound_ms_per_pixel": 0.25}
+    sentence = gt.bound_sentence(_record("NVIDIA H200", rows, config={"timing": {}}), "mnist")
+    assert f"{gt.LABELS[lean[0]]} 2.0× at batch 4 (bound 0.250 ms a pixel; CUDA graphs)" in sentence
 
 
 def test_live_table_marks_prefix_times_and_misses_no_method():
@@ -201,7 +298,7 @@ def test_live_table_marks_prefix_times_and_misses_no_method():
 
 
 def test_the_compile_sentence_reads_the_cpu_profile(tmp_path):
-    lean = [m for m in METHODS if m != SOFTMAX]
+    lean = list(LEAN)
     rows = [{"task": "mnist", "method": m, "batch": b, "compile": {"compiled_over_eager": 1.1 + i / 10 + b / 100,
                                                                     "same_tokens": True}}
             for i, m in enumerate(lean[1:]) for b in (1, 16)]

@@ -3,7 +3,7 @@
 ``lra-kit bench generation`` (or ``python -m lra_kit.bench.generation``) generates images pixel
 by pixel with the papers' models (MNIST: 8 layers, 8 heads, d = 256, FFN 1024, a mixture of 10
 logistics; CIFAR-10: the same with 16 layers; the configs of ``lra_kit.train.configs`` at scale
-``paper``) and times, in one run on one device, four ways of doing it:
+``paper``) and times, in one run on one device, six ways of doing it:
 
 ``softmax``           the causal softmax transformer re-run on the whole prefix for every new pixel
                       (``CausalLM.generate(recurrent=False)``), the papers' "Softmax" row;
@@ -11,18 +11,32 @@ logistics; CIFAR-10: the same with 16 layers; the configs of ``lra_kit.train.con
                       preallocated to the image and written in place: the papers' "Stateful-softmax"
                       (appendix §C.1);
 ``linear``            the RNN of Katharopoulos eqs. 16-20: a state of fixed size per layer;
-``momentum``          the RNN of Nguyen et al. eq. 12 (β, γ of their Table 1).
+``momentum``          the RNN of Nguyen et al. eq. 12 (β, γ of their Table 1);
+``lsh-1``, ``lsh-4``  Reformer's LSH attention (:mod:`lra_kit.attention.lsh`) with 1 and 4 rounds of hashing, 64
+                      buckets and chunks of 29 pixels (MNIST) or 37 (CIFAR-10), the config of ``get_config(task,
+                      "lsh", "paper")``: the papers' "LSH-1" and "LSH-4" rows. LSH has no recurrent form (its sort
+                      and chunks are redone for every input, appendix §C.1), so, as in the paper, every new pixel
+                      re-runs the whole prefix, as the uncached softmax does.
 
-The last three run ``generate``'s lean step (:mod:`lra_kit.models.decode`; on CUDA a captured CUDA
-graph). ``--reference`` also times them through the modules' step (``generate(lean=False)``), in
-the same process, and records both (``modules``, and ``lean_speedup``: the modules' time over the
-lean step's, on the same pixels; ``--repeats`` alternates the two that many times and keeps the
-medians, which a machine shared with other work needs). For each task and batch size a row reports seconds per image,
-images/s, ms per pixel (per generation step: one pixel of every image of the batch) and every
-method's time as a ratio to ``linear`` — the way appendix Table 5 prints its columns — at batch 1
-and (``--largest-batch``) at the largest batch that fits, found by doubling up to ``--max-batch``
-(on a CPU memory does not bound it: the cap does). The weights are random: the time to generate
-does not depend on them.
+How each is timed (:mod:`lra_kit.bench.generation_timing`): the *steps* — one per generated pixel, each drawing
+that pixel of every image of the batch — apart from the prompt pass (``prefill_s``) and the set-up (``setup_s``:
+the decoder's buffers, and on CUDA the warm-up and capture of each CUDA graph). ``ms_per_pixel`` is the steps'
+time ÷ the steps, ``seconds_per_image`` that × the image's new pixels ÷ the batch, ``images_per_s`` its inverse.
+Every row is the median of ``repeats`` rounds (default 3), each kept in ``rounds``: the first round within
+``budget_s``, the later ones over as many pixels as it generated.
+
+Eager against eager, graph against graph. The uncached softmax and LSH run eagerly, and the three lean methods
+(the cache and the two RNNs: ``generate()``'s lean step, :mod:`lra_kit.models.decode`) are timed eagerly too: a row's
+top-level numbers are eager, and ``time_over_linear`` — every method's time as a ratio to ``linear``'s, the way
+appendix Table 5 prints its columns — divides eager by eager. On CUDA, where ``generate`` replays the lean step as
+CUDA graphs, the lean rows also hold ``graph`` (the same numbers for the graph replay) with its own
+``time_over_linear``, graph ÷ linear's graph. ``config.ratios`` names what each ratio divides.
+
+``--reference`` also times the lean methods through the modules' step (``generate(lean=False)``) in the same rounds,
+over the same pixels, and records both (``modules``, and ``lean_speedup``: the modules' time over the eager lean
+step's — eager against eager again). Rows come at batch 1 and (``--largest-batch``) at the largest batch that fits,
+found by doubling up to ``--max-batch`` (on a CPU memory does not bound it: the cap does). The weights are random:
+the time to generate does not depend on them.
 
 Operators per pixel: each row counts the ATen operators one generated pixel dispatches, with a
 ``TorchDispatchMode`` around ``generate`` (which runs under ``torch.inference_mode()``, so a composite
@@ -33,21 +47,21 @@ operator; ``views_per_pixel`` those of them whose schema returns an alias of an 
 allocations (``empty`` and the like): on a GPU, one launch each (``lra_kit.bench.dispatch.KernelCounter``).
 Where the RNN steps run fused (:class:`lra_kit.attention.decode.FusedStep`: on CUDA, or under Triton's interpreter
 with ``LRA_KIT_TRITON=interpret``), ``triton_kernels_per_pixel`` counts their Triton launches, which are no ATen
-operators, and ``launches_per_pixel`` is the two together.
+operators, and ``launches_per_pixel`` is the two together. (For the uncached methods the count of a pixel is that
+of one pass over the prefix: it does not grow with the prefix.)
 
 On a GPU each lean row also has ``bound_ms_per_pixel``: the least bytes a step must move (the weights once, each
 layer's state read and written, the cache's keys and values so far) ÷ the card's bandwidth
-(:mod:`lra_kit.bench.generation_bound`), and ``times_bound``, the time ÷ that bound.
+(:mod:`lra_kit.bench.generation_bound`), and ``times_bound``, the time ÷ that bound (eager at the top level, the graph
+replay's in ``graph``).
 
-Timing a whole image of the uncached softmax is the expensive part (each step re-reads the whole
-prefix, so step i costs more than step i − 1). It is generated in chunks of 8 pixels until the image
-is done or ``budget_s`` has passed; the lean steps stop at the budget too (checked every 8 steps),
-and the modules' steps (``--reference``) are capped from the time of a 16-pixel pilot.
-``max_pixels`` caps the pixels of a method outright. A row that stopped early holds the measured
-prefix and ``seconds_per_image`` is the prefix time scaled by pixels/timed. Every step of every
-method costs at least what the steps before it cost, so that scaled figure is a *lower bound* for
-softmax and the key/value cache and an estimate for linear and momentum (constant cost per step);
-the row says which in ``extrapolation``. ``"none"`` means the whole image was generated and timed.
+Timing a whole image of the uncached softmax or LSH is the expensive part (each step re-reads the whole prefix, so
+step i costs more than step i − 1). Their steps run in chunks of 8 pixels until the image is done or ``budget_s``
+has passed; the lean steps stop at the budget too (checked every 8 steps). ``max_pixels`` caps the pixels of a
+method outright. A row that stopped early holds the measured prefix, and ``seconds_per_image`` scales its time per
+step to the whole image. Every step of every method costs at least what the steps before it cost, so that scaled
+figure is a *lower bound* for softmax, LSH and the key/value cache and an estimate for linear and momentum (constant
+cost per step); the row says which in ``extrapolation``. ``"none"`` means the whole image was generated.
 """
 from __future__ import annotations
 
@@ -67,24 +81,28 @@ from lra_kit.bench.device import bandwidth as device_bandwidth
 from lra_kit.bench.device import gpu_slug
 from lra_kit.bench.entry import module_main
 from lra_kit.bench.generation_bound import bound_ms_per_pixel
-from lra_kit.bench.timing import median_time, synchronize
+from lra_kit.bench.generation_timing import Round, time_round
+from lra_kit.bench.timing import synchronize
 from lra_kit.data.registry import task_names, task_spec
 from lra_kit.models.causal_lm import CausalLM
 from lra_kit.results import device_name, make_results, read_results, write_results
 
 # The methods timed, in order, and how each one's per-step cost grows with the step (what a scaled prefix
 # time means, see above).
-GROWING = {"softmax": True, "softmax-kv-cache": True, "linear": False, "momentum": False}
+GROWING = {"softmax": True, "softmax-kv-cache": True, "linear": False, "momentum": False, "lsh-1": True,
+           "lsh-4": True}
 METHODS = tuple(GROWING)
-LEAN = tuple(m for m in METHODS if m != "softmax")  # generate()'s lean step runs all but the uncached softmax
+LSH_ROUNDS = {"lsh-1": 1, "lsh-4": 4}  # Reformer's rounds of hashing (Katharopoulos et al. Tables 1-2: LSH-X)
+UNCACHED = ("softmax", *LSH_ROUNDS)  # every pixel re-runs the whole prefix
+LEAN = tuple(m for m in METHODS if m not in UNCACHED)  # generate()'s lean step runs them
 # The image-generation tasks of the task table and their lengths in pixels.
 PIXELS = {name: task_spec(name).length for name in task_names(suite="pixels")}
-# The papers' row names in appendix Table 5 for our methods (lra_kit.paper_numbers).
-PAPER_ROW = {"softmax": "Softmax", "softmax-kv-cache": "Stateful-softmax", "linear": "Linear (ours)"}
+# The papers' row names in appendix Tables 4-5 for our methods (lra_kit.paper_numbers).
+PAPER_ROW = {"softmax": "Softmax", "softmax-kv-cache": "Stateful-softmax", "linear": "Linear (ours)",
+             "lsh-1": "LSH-1", "lsh-4": "LSH-4"}
 TINY = {"layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64}  # a smoke-test model (--tiny)
 MAX_BATCH = {"cpu": 16, "cuda": 8192}  # --largest-batch doubles up to this (--max-batch); 1024 capped the H200 run
-SOFTMAX_CHUNK = 8  # pixels per generate() call of the uncached softmax, between budget checks
-PILOT_PIXELS = 16  # the pilot that sizes a budgeted run of the other methods
+REPEATS = 3  # rounds per row (--repeats): the row holds their medians
 COUNT_PIXELS = (4, 12)  # operators per pixel: (count at 12 pixels − count at 4) / 8
 OPS_COUNTED = ("ATen operators reaching a TorchDispatchMode around generate() (torch.inference_mode(): a "
                "composite such as aten.linear is one), per generated pixel: (count at 12 pixels - count at 4) / 8, "
@@ -93,17 +111,46 @@ OPS_COUNTED = ("ATen operators reaching a TorchDispatchMode around generate() (t
                "allocations (lra_kit.bench.dispatch.KernelCounter), a launch each on a GPU; "
                "triton_kernels_per_pixel: the fused RNN steps' Triton launches (lra_kit.attention.decode.FusedStep); "
                "launches_per_pixel: kernels_per_pixel + triton_kernels_per_pixel")
+TIMING = {  # what a row's times are (config.timing; lra_kit.bench.generation_timing)
+    "steps": "ms_per_pixel: the steps' seconds / the steps (one step draws one pixel of every image of the batch), "
+             "the median over the rounds; seconds_per_image: ms_per_pixel x the image's new pixels / batch",
+    "prefill_s": "the prompt pass (Encoder.prefill and the draw of the first new pixel), not in the steps; None "
+                 "for the uncached methods, which have none",
+    "setup_s": "the decoder's buffers, and on CUDA each graph's warm-up step and capture, not in the steps (the "
+               "warm-up steps are not counted among them); None for the uncached methods, 0 for the modules' step",
+    "rounds": "round 1 stops at budget_s; the later rounds generate as many pixels as it did; each round's "
+              "steps_s, steps, pixels, prefill_s and setup_s are kept in the row's rounds",
+    "ways": {"uncached": "the whole prefix re-run for every pixel, eager (softmax, lsh-1, lsh-4)",
+             "eager": "generate()'s lean step (lra_kit.models.decode.Decoder), eager (the row's top-level numbers "
+                      "for softmax-kv-cache, linear, momentum)",
+             "graph": "the same step replayed as CUDA graphs (row['graph'], CUDA only)",
+             "modules": "the modules' step, generate(lean=False) (row['modules'], --reference)"},
+}
+RATIOS = {  # what each ratio of a row divides (config.ratios): eager by eager, graph by graph, never mixed
+    "time_over_linear": "eager / eager: the row's seconds per image (uncached or the lean step, eager) / linear's "
+                        "eager lean step's, same task and batch",
+    "graph.time_over_linear": "CUDA graph / CUDA graph: a lean row's graph replay / linear's graph replay",
+    "lean_speedup": "eager / eager: the modules' step's ms per pixel / the eager lean step's, over the same pixels",
+    "times_bound": "the time / the least time its bytes allow (top level: eager; graph.times_bound: graph replay)",
+}
 
 
 def _attention_of(method: str) -> str:
-    return "softmax" if method.startswith("softmax") else method
+    if method.startswith("softmax"):
+        return "softmax"
+    return "lsh" if method in LSH_ROUNDS else method
 
 
 def build_generator(task: str, method: str, *, overrides: dict | None = None, device="cpu") -> CausalLM:
-    """The papers' image model for ``task`` with ``method``'s attention (random weights, eval mode)."""
+    """The papers' image model for ``task`` with ``method``'s attention (random weights, eval mode); for ``lsh-N``
+    the config's LSH options (64 buckets, chunks of 29 or 37) with N rounds of hashing."""
     from lra_kit.train.configs import get_config
 
+    if method not in METHODS:
+        raise ValueError(f"method: unknown method {method!r}; allowed: {', '.join(METHODS)}")
     cfg = get_config(task, _attention_of(method), "paper").model
+    if method in LSH_ROUNDS:
+        cfg.attention_options = dict(cfg.attention_options, n_hashes=LSH_ROUNDS[method])
     for key, value in (overrides or {}).items():
         if not hasattr(cfg, key):
             raise ValueError(f"overrides: unknown model key {key!r}")
@@ -114,7 +161,7 @@ def build_generator(task: str, method: str, *, overrides: dict | None = None, de
 
 def _generate(model: CausalLM, method: str, prompt: torch.Tensor, pixels: int, generator, lean: bool = True,
               cuda_graph: bool = True) -> torch.Tensor:
-    return model.generate(prompt, pixels, recurrent=method != "softmax", generator=generator, lean=lean,
+    return model.generate(prompt, pixels, recurrent=method in LEAN, generator=generator, lean=lean,
                           cuda_graph=cuda_graph)
 
 
@@ -180,110 +227,125 @@ def launch_counts(task: str = "mnist", methods=LEAN, *, overrides: dict | None =
     return out
 
 
-def _time_method(model: CausalLM, method: str, batch: int, pixels: int, device, budget_s: float | None,
-                 lean: bool = True) -> tuple[float, int]:
-    """Seconds to generate ``pixels`` pixels of ``batch`` images (or fewer, within ``budget_s``) and how many."""
-    prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)  # the first pixel is given; the rest sampled
-    gen = torch.Generator(device=device).manual_seed(0)
-    if method == "softmax":
-        synchronize(device)
-        start, tokens, done = time.perf_counter(), prompt, 0
-        while done < pixels:
-            n = min(SOFTMAX_CHUNK, pixels - done)
-            tokens = _generate(model, method, tokens, n, gen)
-            done += n
-            synchronize(device)
-            if budget_s is not None and time.perf_counter() - start >= budget_s:
-                break
-        return time.perf_counter() - start, done
-    if budget_s is not None and lean and method in LEAN:
-        return _lean_within(model, prompt, pixels, gen, device, budget_s)
-    if budget_s is not None and pixels > PILOT_PIXELS:
-        pilot = median_time(lambda: _generate(model, method, prompt, PILOT_PIXELS, gen, lean), 1, 0, device)
-        pixels = max(PILOT_PIXELS, min(pixels, int(budget_s / (pilot / PILOT_PIXELS))))
-    return median_time(lambda: _generate(model, method, prompt, pixels, gen, lean), 1, 0, device), pixels
+def ways(method: str, device, reference: bool = False) -> tuple[str, ...]:
+    """How ``method`` is timed (:data:`lra_kit.bench.generation_timing.WAYS`): its row's way first (``uncached`` or
+    ``eager``), then, for a lean method, the CUDA graph replay on CUDA and the modules' step with ``reference``."""
+    if method not in LEAN:
+        return ("uncached",)
+    graph = ("graph",) if torch.device(device).type == "cuda" else ()
+    return ("eager", *graph, *(("modules",) if reference else ()))
 
 
-def _lean_within(model: CausalLM, prompt: torch.Tensor, pixels: int, generator, device, budget_s: float):
-    """``generate()``'s lean path (prefill, then :class:`~lra_kit.models.decode.Decoder` steps, as CUDA graphs on
-    CUDA) stopped once ``budget_s`` has passed; returns (seconds, pixels generated)."""
-    from lra_kit.models.decode import CACHE_BUCKET, Decoder, run_steps
+def measure(model: CausalLM, method: str, batch: int, pixels: int, *, device="cpu", budget_s: float | None = None,
+            reference: bool = False, repeats: int = REPEATS) -> dict[str, list[Round]]:
+    """``repeats`` rounds of every way of timing ``method`` (:func:`ways`), one of each per round, so that a burst of
+    load elsewhere hits them alike: round 1 generates up to ``pixels`` pixels within ``budget_s`` (the modules' step
+    no more than the eager step did), the later rounds as many as round 1 did. Where the modules' step stopped
+    earlier than the eager lean step, each round also times the lean step over the modules' pixels
+    (``"eager@modules"``), so that ``lean_speedup`` compares the same pixels. Returns the rounds by way."""
+    timed = ways(method, device, reference)
+    rounds: dict[str, list[Round]] = {way: [] for way in timed}
+    size: dict[str, int] = {}
+    for i in range(repeats):
+        for way in timed:
+            if i == 0:
+                cap = size["eager"] if way == "modules" else pixels
+                one = time_round(model, way, batch, cap, device, budget_s=budget_s)
+                size[way] = one.pixels
+            else:
+                one = time_round(model, way, batch, size[way], device)
+            rounds[way].append(one)
+        if "modules" in timed and size["modules"] < size["eager"]:
+            rounds.setdefault("eager@modules", []).append(time_round(model, "eager", batch, size["modules"], device))
+    return rounds
 
-    device = torch.device(device)
-    graphs = device.type == "cuda"
-    synchronize(device)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        decoder = Decoder.after_prompt(model, prompt, pixels, generator=generator,
-                                       cache_bucket=CACHE_BUCKET if graphs else 1, graph=graphs)
-        done = 1 + run_steps(decoder, pixels - 1, deadline=start + budget_s)
-    synchronize(device)
-    return time.perf_counter() - start, done
 
-
-def _row(task: str, method: str, batch: int, seconds: float, timed: int) -> dict:
+def summary(task: str, method: str, batch: int, rounds: list[Round]) -> dict:
+    """What a row records of one way's rounds: the pixels generated, the steps timed, the medians (seconds of steps,
+    ms per pixel, seconds per image and images/s from them, prefill and set-up), whether the image was scaled from a
+    prefix (``extrapolation``), and every round."""
     total = PIXELS[task] - 1  # pixels generated after the given first one
-    per_image = seconds * total / timed / batch
-    return {"task": task, "method": method, "batch": batch, "pixels": total, "pixels_timed": timed,
-            "seconds": seconds, "seconds_per_image": per_image, "images_per_s": 1.0 / per_image,
-            "ms_per_pixel": 1e3 * seconds / timed, "extrapolation": "none" if timed == total
-            else "lower bound" if GROWING[method] else "estimate"}
+    sizes = {(r.pixels, r.steps) for r in rounds}
+    if len(sizes) != 1:
+        raise ValueError(f"the rounds of {method} generated different pixels or steps: {sorted(sizes)}")
+    ms = statistics.median(r.ms_per_pixel for r in rounds)
+    per_image = ms / 1e3 * total / batch
+
+    def median_of(key: str) -> float | None:
+        values = [getattr(r, key) for r in rounds]
+        return None if values[0] is None else statistics.median(values)
+
+    return {"pixels_timed": rounds[0].pixels, "steps_timed": rounds[0].steps, "seconds": median_of("steps_s"),
+            "ms_per_pixel": ms, "seconds_per_image": per_image, "images_per_s": 1.0 / per_image,
+            "extrapolation": "none" if rounds[0].pixels == total else "lower bound" if GROWING[method] else "estimate",
+            "prefill_s": median_of("prefill_s"), "setup_s": median_of("setup_s"),
+            "rounds": [r.record() for r in rounds]}
 
 
-def _with_reference(row: dict, model: CausalLM, method: str, batch: int, device, budget_s, repeats: int) -> dict:
-    """``row`` with the modules' step timed beside the lean one on the same pixels (``modules``, ``lean_speedup``:
-    the ratio of the two times), in ``repeats`` rounds that alternate the two (medians; ``rounds_s`` keeps each)."""
-    seconds, timed = _time_method(model, method, batch, row["pixels_timed"], device, budget_s, lean=False)
-    lean_s = row["seconds"] if timed == row["pixels_timed"] else _time_method(model, method, batch, timed, device,
-                                                                              None)[0]
-    rounds = [(lean_s, seconds)]
-    for _ in range(repeats - 1):
-        rounds.append((_time_method(model, method, batch, timed, device, None)[0],
-                       _time_method(model, method, batch, timed, device, None, lean=False)[0]))
-    lean_s, seconds = (statistics.median(r[i] for r in rounds) for i in (0, 1))
-    if timed == row["pixels_timed"]:
-        row = _row(row["task"], method, batch, lean_s, timed)
-    ref = _row(row["task"], method, batch, seconds, timed)
-    row["modules"] = {k: ref[k] for k in ("pixels_timed", "seconds_per_image", "images_per_s", "ms_per_pixel",
-                                          "extrapolation")}
-    row["lean_speedup"] = seconds / lean_s
-    row["rounds_s"] = [{"lean": a, "modules": b} for a, b in rounds]
+def _row(task: str, method: str, batch: int, rounds: dict[str, list[Round]]) -> dict:
+    """A row from :func:`measure`'s rounds: the row's way at the top level, ``graph`` and ``modules`` beside it."""
+    way = "uncached" if method not in LEAN else "eager"
+    row = {"task": task, "method": method, "batch": batch, "pixels": PIXELS[task] - 1, "way": way,
+           **summary(task, method, batch, rounds[way])}
+    if "graph" in rounds:
+        row["graph"] = summary(task, method, batch, rounds["graph"])
+    if "modules" in rounds:
+        row["modules"] = summary(task, method, batch, rounds["modules"])
+        same = rounds.get("eager@modules", rounds["eager"])  # the lean step over the modules' pixels
+        lean_ms = statistics.median(r.ms_per_pixel for r in same)
+        row["lean_speedup"] = row["modules"]["ms_per_pixel"] / lean_ms
+        row["rounds_s"] = [{"lean": a.steps_s, "modules": b.steps_s}
+                           for a, b in zip(same, rounds["modules"], strict=True)]
     return row
 
 
 def time_generation(task: str, methods, batch: int | dict, *, max_pixels: dict, overrides: dict | None = None,
                     device="cpu", budget_s: float | None = None, reference: bool = False,
-                    counts: dict | None = None, repeats: int = 1, bytes_per_s: float | None = None) -> list[dict]:
+                    counts: dict | None = None, repeats: int = REPEATS, bytes_per_s: float | None = None) -> list[dict]:
     """One row per method: generate ``batch`` images of ``task`` (or their first ``max_pixels[method]`` pixels, or
-    what ``budget_s`` allows). ``batch`` may map methods to batch sizes. ``reference``: the lean methods are also
-    timed through the modules' step (``row["modules"]``, :func:`_with_reference`, ``repeats`` rounds). ``counts``
-    (method → :func:`count_ops`) are copied into the rows. With the card's ``bytes_per_s``, a lean method's row
-    has ``bound_ms_per_pixel`` (:mod:`lra_kit.bench.generation_bound`) and ``times_bound``, its time ÷ that."""
+    what ``budget_s`` allows), ``repeats`` rounds (:func:`measure`). ``batch`` may map methods to batch sizes.
+    ``reference``: the lean methods are also timed through the modules' step (``row["modules"]``,
+    ``lean_speedup``). ``counts`` (method → :func:`count_ops`) are copied into the rows. With the card's
+    ``bytes_per_s``, a lean method's row has ``bound_ms_per_pixel`` (:mod:`lra_kit.bench.generation_bound`) and
+    ``times_bound``, its time ÷ that (and the same in ``graph``). ``time_over_linear``: eager ÷ linear's eager;
+    ``graph.time_over_linear``: graph ÷ linear's graph (:data:`RATIOS`)."""
+    if "linear" not in methods:
+        raise ValueError("methods must include 'linear' (every time is reported as a ratio to it)")
     total = PIXELS[task] - 1
+    device = torch.device(device)
     rows = []
     for method in methods:
         b = batch[method] if isinstance(batch, dict) else batch
         model = build_generator(task, method, overrides=overrides, device=device)
         cap = min(total, max_pixels.get(method, total))
-        _generate(model, method, torch.zeros(b, 1, dtype=torch.long, device=device), 4, None)  # warm-up
-        row = _row(task, method, b, *_time_method(model, method, b, cap, device, budget_s))
-        if reference and method in LEAN:
-            row = _with_reference(row, model, method, b, device, budget_s, repeats)
+        prompt = torch.zeros(b, 1, dtype=torch.long, device=device)
+        _generate(model, method, prompt, 4, None)  # warm-up (on CUDA, of the graph replay)
+        if method in LEAN and device.type == "cuda":
+            _generate(model, method, prompt, 4, None, cuda_graph=False)  # and of the eager step
+        row = _row(task, method, b, measure(model, method, b, cap, device=device, budget_s=budget_s,
+                                            reference=reference, repeats=repeats))
+        if method in LSH_ROUNDS:  # what ran: the config's buckets and chunks, the method's rounds
+            row["attention_options"] = dict(model.cfg.attention_options)
         if counts and method in counts:
             row.update(counts[method])
         if bytes_per_s and method in LEAN:
-            row["bound_ms_per_pixel"] = bound_ms_per_pixel(model, b, row["pixels_timed"], bytes_per_s)
-            row["times_bound"] = row["ms_per_pixel"] / row["bound_ms_per_pixel"]
+            for part in (row, row.get("graph")):
+                if part is not None:
+                    part["bound_ms_per_pixel"] = bound_ms_per_pixel(model, b, part["pixels_timed"], bytes_per_s)
+                    part["times_bound"] = part["ms_per_pixel"] / part["bound_ms_per_pixel"]
         rows.append(row)
     linear = next(r for r in rows if r["method"] == "linear")
     for row in rows:
         row["time_over_linear"] = row["seconds_per_image"] / linear["seconds_per_image"]
+        if "graph" in row and "graph" in linear:
+            row["graph"]["time_over_linear"] = row["graph"]["seconds_per_image"] / linear["graph"]["seconds_per_image"]
     return rows
 
 
 def _fits(task: str, method: str, batch: int, device, overrides) -> bool:
     """Whether generating ``batch`` images of ``task`` fits in the device's memory: its largest step (the whole
-    image through the uncached softmax; the prompt, then a step with the cache preallocated to the image)."""
+    image through the model for the uncached methods; the prompt, then a step with the cache preallocated to the
+    image for the lean ones)."""
     from lra_kit.models.decode import Decoder
 
     model = build_generator(task, method, overrides=overrides, device=device)
@@ -291,7 +353,7 @@ def _fits(task: str, method: str, batch: int, device, overrides) -> bool:
     prompt = torch.zeros(batch, 1, dtype=torch.long, device=device)
     try:
         with torch.inference_mode():
-            if method == "softmax":
+            if method not in LEAN:  # the whole image through the model: the last step of the uncached ways
                 model(torch.zeros(batch, PIXELS[task], dtype=torch.long, device=device))
             else:
                 Decoder.after_prompt(model, prompt, total).step(1)
@@ -318,7 +380,7 @@ def largest_batch(task: str, method: str, *, cap: int, device="cpu", overrides: 
     return batch
 
 
-def _check_args(tasks, methods, batches, max_pixels, budget_s=None, max_batch=None) -> None:
+def _check_args(tasks, methods, batches, max_pixels, budget_s=None, max_batch=None, repeats=REPEATS) -> None:
     for task in tasks:
         if task not in PIXELS:
             raise ValueError(f"tasks: unknown task {task!r}; allowed: {', '.join(PIXELS)}")
@@ -332,10 +394,16 @@ def _check_args(tasks, methods, batches, max_pixels, budget_s=None, max_batch=No
     for key, cap in max_pixels.items():
         if key not in METHODS or not isinstance(cap, int) or cap < 1:
             raise ValueError(f"max_pixels must map methods to positive integers, got {key!r}: {cap!r}")
+        if key in LEAN and cap < 2:  # the first pixel comes from the prompt pass: a step needs a second one
+            raise ValueError(f"max_pixels[{key!r}] must be >= 2 for a lean method (the first pixel comes from the "
+                             f"prompt pass, the steps time the others), got {cap}")
     if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
         raise ValueError(f"budget_s must be a positive number of seconds, got {budget_s!r}")
     if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
         raise ValueError(f"max_batch must be a positive int, got {max_batch!r}")
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int (rounds per row; their medians are recorded), "
+                         f"got {repeats!r}")
 
 
 def _load_average() -> float | None:
@@ -348,21 +416,20 @@ def _load_average() -> float | None:
 def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict | None = None,
         overrides: dict | None = None, device=None, progress: bool = True, budget_s: float | None = None,
         largest: bool = False, max_batch: int | None = None, reference: bool = False, count: bool = True,
-        repeats: int = 1) -> dict:
-    """Time every task × batch × method; returns ``{"rows": [...], "config": {...}, "device": ...}``.
+        repeats: int = REPEATS) -> dict:
+    """Time every task × batch × method, each row the medians of ``repeats`` rounds (:func:`time_generation`);
+    returns ``{"rows": [...], "config": {...}, "device": ...}``.
 
     ``largest``: one more row per task and method at the largest batch that fits (:func:`largest_batch`, up to
     ``max_batch``, default :data:`MAX_BATCH` of the device), marked ``"batch_search": "largest"``. ``count``:
     operators per pixel in every row (:func:`count_ops`), and through the modules' step with ``reference``."""
     tasks, methods, batches = tuple(tasks), tuple(methods), tuple(batches)
     max_pixels = dict(max_pixels or {})
-    _check_args(tasks, methods, batches, max_pixels, budget_s, max_batch)
+    _check_args(tasks, methods, batches, max_pixels, budget_s, max_batch, repeats)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     max_batch = max_batch or MAX_BATCH.get(device.type, 1)
     rows = []
     load_before = _load_average()
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     bandwidth = device_bandwidth(device)  # a CPU's: none, so no bound
     kw = dict(max_pixels=max_pixels, overrides=overrides, device=device, budget_s=budget_s, reference=reference,
               repeats=repeats, bytes_per_s=bandwidth["bytes_per_s"])
@@ -394,8 +461,12 @@ def run(tasks=tuple(PIXELS), methods=METHODS, batches=(1,), *, max_pixels: dict 
               "models": {task: "lra_kit.train.configs.get_config(task, attention, 'paper').model, dropout 0"
                          for task in tasks},
               "prompt": "the first pixel is given (0); the others are sampled at temperature 1",
-              "step": "generate()'s lean step (lra_kit.models.decode) for " + ", ".join(LEAN)
-                      + ("; a CUDA graph replayed per position" if device.type == "cuda" else "; eager"),
+              "step": "generate()'s lean step (lra_kit.models.decode) for " + ", ".join(LEAN) + ", eager"
+                      + ("; and replayed as CUDA graphs (row['graph'])" if device.type == "cuda" else "")
+                      + "; the whole prefix re-run for every pixel for " + ", ".join(UNCACHED),
+              "lsh": "lra_kit.attention.lsh.LSHAttention with get_config(task, 'lsh', 'paper')'s options and "
+                     "n_hashes from the method's name (each LSH row's attention_options)",
+              "timing": TIMING, "ratios": RATIOS,
               "ops_counted": OPS_COUNTED, "bandwidth": bandwidth,
               # other work on the machine slows every method; the ratios to linear are what compares
               "load_average_1min": {"before": load_before, "after": _load_average()}}
@@ -413,21 +484,35 @@ def _flat_counts(counts: dict) -> dict:
 
 
 def format_table(rows: list[dict]) -> str:
+    """The rows as printed: eager times (÷ linear's eager), the prompt pass and set-up apart in milliseconds, and where
+    timed the modules' step (× its time over the lean step's), the CUDA graph replay (÷ linear's graph replay) and
+    the least time the bytes allow."""
+    mark = {"none": "", "lower bound": " ≥", "estimate": " ~"}
     lines = [f"{'task':8} {'method':17} {'batch':>5} {'timed':>10} {'s/image':>10} {'images/s':>9} {'ms/pixel':>9} "
-             f"{'÷ linear':>8} {'ops/px':>7} {'kern/px':>7} {'modules':>16}"]
+             f"{'÷ linear':>8}   {'prefill':>8} {'setup':>8} {'rounds':>6} {'ops/px':>7} {'kern/px':>7}  "
+             "modules / graph / bound"]
+
+    def ms(x):
+        return f"{'–':>8}" if x is None else f"{1e3 * x:>6.1f}ms"
+
     for r in rows:
-        bound = {"none": "", "lower bound": " ≥", "estimate": " ~"}[r["extrapolation"]]
         # kernels launched: ATen's, and the fused steps' Triton kernels where they ran
         kernels = "launches_per_pixel" if "launches_per_pixel" in r else "kernels_per_pixel"
         ops = " ".join(f"{r[k]:>7.0f}" if k in r else f"{'':>7}" for k in ("ops_per_pixel", kernels))
-        ref = ""
+        extra = []
         if "modules" in r:
-            ref = f" {r['modules']['ms_per_pixel']:>7.2f} ms/px ×{r['lean_speedup']:.2f}"
+            extra.append(f"modules {r['modules']['ms_per_pixel']:.2f} ms/px ×{r['lean_speedup']:.2f}")
+        if "graph" in r:
+            g = r["graph"]
+            extra.append(f"graph {g['ms_per_pixel']:.3f} ms/px{mark[g['extrapolation']]} ÷ linear "
+                         f"{g['time_over_linear']:.2f}, setup {1e3 * g['setup_s']:.0f} ms"
+                         + (f", {g['times_bound']:.1f}× bound" if "times_bound" in g else ""))
         if "times_bound" in r:  # the time ÷ the least traffic's (generation_bound)
-            ref += f"  {r['times_bound']:.1f}× bound {r['bound_ms_per_pixel']:.3f} ms"
+            extra.append(f"eager {r['times_bound']:.1f}× bound {r['bound_ms_per_pixel']:.3f} ms")
         lines.append(f"{r['task']:8} {r['method']:17} {r['batch']:>5} {r['pixels_timed']:>4}/{r['pixels']:<5} "
                      f"{r['seconds_per_image']:>10.3f} {r['images_per_s']:>9.3f} {r['ms_per_pixel']:>9.3f} "
-                     f"{r['time_over_linear']:>8.2f}{bound:2} {ops}{ref}")
+                     f"{r['time_over_linear']:>8.2f}{mark[r['extrapolation']]:2} {ms(r.get('prefill_s'))} "
+                     f"{ms(r.get('setup_s'))} {len(r.get('rounds', [])) or 1:>6} {ops}  {'; '.join(extra)}".rstrip())
     return "\n".join(lines)
 
 
@@ -477,15 +562,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"the cap of --largest-batch (default {MAX_BATCH['cpu']} on a CPU, "
                              f"{MAX_BATCH['cuda']} on CUDA)")
     parser.add_argument("--budget-s", type=float, default=None,
-                        help="seconds per row: the uncached softmax stops there, the others are capped from a "
-                             "pilot (a stopped row is scaled and flagged in the JSON)")
+                        help="seconds of steps in a row's first round: every way stops there (a stopped row is "
+                             "scaled to the image and flagged in the JSON); the later rounds time as many pixels")
     parser.add_argument("--max-pixels", nargs="+", default=[], metavar="METHOD=N",
                         help="time only the first N pixels of METHOD (then scaled, flagged in the JSON), "
                              "e.g. softmax=256")
     parser.add_argument("--reference", action="store_true",
-                        help="also time the modules' step (generate(lean=False)) in the same process")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="with --reference: rounds alternating the lean and the modules' step (medians)")
+                        help="also time the modules' step (generate(lean=False)) in the same rounds, eager against "
+                             "the eager lean step")
+    parser.add_argument("--repeats", type=int, default=REPEATS,
+                        help=f"rounds per row, every way of timing once per round; the row holds the medians and "
+                             f"keeps each round (default {REPEATS})")
     parser.add_argument("--no-count", action="store_true", help="do not count operators per pixel")
     parser.add_argument("--tiny", action="store_true", help="a 1-layer d=32 model instead of the papers' (tests)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
@@ -520,7 +607,11 @@ def main_from_args(args: argparse.Namespace) -> int:
         if args.max_batch is not None and args.max_batch < 1:
             raise ValueError(f"--max-batch must be >= 1, got {args.max_batch}")
         if args.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+            raise ValueError(f"--repeats must be >= 1 (rounds per row), got {args.repeats}")
+        for method, cap in caps.items():
+            if method in LEAN and cap < 2:
+                raise ValueError(f"--max-pixels {method}={cap}: a lean method needs N >= 2 (the first pixel comes "
+                                 "from the prompt pass)")
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -1,15 +1,18 @@
 """Image-generation speed beside the papers': the tables of notebooks/image_generation.md, built from the records.
 
 Katharopoulos et al. report images generated per second with the speed-up over the softmax transformer beside
-it ("142.8 (317×)", Tables 1-2, §4.2), add the key/value cache ("stateful-softmax", appendix Table 4, §C.1) and
-the seconds to generate one image at batch 1 on a CPU and on a GPU (appendix Table 5, §C.2); Nguyen et al. repeat
-the images/s of softmax and linear attention and add momentum (Tables 2-3, §4.2). :func:`speed_rows` sets these
-beside every record of ``lra-kit bench generation`` (``results/bench/generation-*.json``, one per device, read by
+it ("142.8 (317×)", Tables 1-2, §4.2), with Reformer's LSH attention at 1 and 4 rounds of hashing beside them
+(LSH-1, LSH-4), add the key/value cache ("stateful-softmax", appendix Table 4, §C.1) and the seconds to generate one
+image at batch 1 on a CPU and on a GPU (appendix Table 5, §C.2); Nguyen et al. repeat the images/s of softmax and
+linear attention and add momentum (Tables 2-3, §4.2). :func:`speed_rows` sets these beside every record of
+``lra-kit bench generation`` (``results/bench/generation-*.json``, one per device, read by
 :func:`generation_records`) at batch 1 and at the largest batch the record timed. A speed-up is computed within
 one row of the table: one paper table, or one record at one batch setting (images/s ÷ the softmax's images/s
-there, and for the constant-state RNNs ÷ the key/value cache's). Where a record timed only a prefix of an image
-(its ``extrapolation``), the images/s and every speed-up built from them carry a mark: "≤" at most, "≥" at least,
-"~" an estimate.
+there, and for the constant-state RNNs ÷ the key/value cache's), eager against eager; a record that also replayed
+the lean steps as CUDA graphs has a row of its own for them, where the speed-ups compare graph with graph. Where a
+record timed only a prefix of an image (its ``extrapolation``), the images/s and every speed-up built from them
+carry a mark: "≤" at most, "≥" at least, "~" an estimate. A baseline a record has not timed (the LSH rows of a record
+made before they were added) reads "no record yet".
 """
 from __future__ import annotations
 
@@ -20,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lra_kit import paper_numbers as pn
-from lra_kit.bench.generation import GROWING, METHODS, PAPER_ROW
+from lra_kit.bench.generation import GROWING, LEAN, LSH_ROUNDS, METHODS, PAPER_ROW
 
-LABELS = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "linear": "linear", "momentum": "momentum"}
+LABELS = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "linear": "linear", "momentum": "momentum",
+          "lsh-1": "LSH-1", "lsh-4": "LSH-4"}
 CACHE = "softmax-kv-cache"  # the second reference of the speed-ups
 RNNS = tuple(m for m in METHODS if not GROWING[m])  # a state of constant size: their speed-up over the cache too
+BASELINES = tuple(LSH_ROUNDS)  # the papers' baselines: a record made before they were timed has none
 # The papers' rows for our methods in Nguyen et al. Tables 2-3 (Katharopoulos et al.'s: PAPER_ROW).
 NGUYEN_ROW = {"softmax": "Standard softmax transformer", "linear": "Linear transformer",
               "momentum": "Momentum transformer"}
@@ -36,6 +41,8 @@ PAPERS = {
                 pn.KATHAROPOULOS_TABLE5_CIFAR10, pn.MOMENTUM_TABLE3),
 }
 NOT_RECORDED = "not recorded"
+NO_RECORD_YET = "no record yet"  # a baseline (LSH) that a record holding the other methods has not timed
+EAGER_ONLY = "eager only"  # a graph row's cell for a method that runs no CUDA graph (the uncached ones)
 NOT_HERE = "not here"  # a page run outside a clone: the records exist, but not where it runs
 NOT_IN_PAPER = "—"
 # A record's extrapolation is about the time per image: a lower bound on it is an upper bound on images/s.
@@ -156,32 +163,57 @@ def _largest(rows: list[dict]) -> dict[str, dict]:
     return best
 
 
+def timed_apart(record: dict) -> bool:
+    """Whether ``record`` timed its steps apart from the prompt pass and the set-up, in rounds, eager against eager
+    (``config.timing``, in the record's config or in each of its runs'); records made before did not."""
+    config = record.get("config", {})
+    runs = config.get("runs", [config])
+    return bool(runs) and all("timing" in run for run in runs)
+
+
+def _missing(method: str) -> str:
+    return NO_RECORD_YET if method in BASELINES else NOT_RECORDED
+
+
 def record_rows(task: str, name: str, record: dict) -> list[Row]:
-    """A record's rows for ``task``: batch 1, and the largest batch it timed (each method's, where they differ);
-    one row of :data:`NOT_RECORDED` where the record has nothing for the task."""
+    """A record's rows for ``task``: batch 1, and the largest batch it timed (each method's, where they differ), each
+    eager; then the same for the CUDA graph replay (``graph``) where the record has it. A method the record has not
+    timed reads :data:`NOT_RECORDED` (a baseline: :data:`NO_RECORD_YET`); a graph row's uncached methods
+    :data:`EAGER_ONLY`."""
     _check_task(task)
     label = f"ours, {machine_label(record)}"
     rows = [r for r in record["metrics"]["rows"] if r["task"] == task and r["method"] in METHODS]
     if not rows:
-        return [Row(label, {m: NOT_RECORDED for m in METHODS})]
+        return [Row(label, {m: _missing(m) for m in METHODS})]
 
-    def speed(r: dict | None) -> Speed | str:
+    def cell(method: str, by_method: dict, part: str | None) -> Speed | str:
+        r = by_method.get(method)
+        if part is not None and (r is None or part not in r):
+            return EAGER_ONLY if method not in LEAN else NOT_RECORDED
         if r is None:
-            return NOT_RECORDED
+            return _missing(method)
+        if part is not None:
+            r = dict(r[part], batch=r["batch"])
         if r["extrapolation"] not in SPEED_MARK:
             raise ValueError(f"record {name!r}: unknown extrapolation {r['extrapolation']!r}")
         return Speed(r["images_per_s"], SPEED_MARK[r["extrapolation"]], r["batch"])
 
+    def speeds(by_method: dict, part: str | None) -> dict:
+        return {m: cell(m, by_method, part) for m in METHODS}
+
     ones = [r for r in rows if r["batch"] == 1]
     one = {r["method"]: r for r in sorted(ones, key=lambda r: r.get("batch_search") == "largest", reverse=True)}
-    out = []
-    if one:
-        out.append(Row(f"{label}, batch 1", _cells({m: speed(one.get(m)) for m in METHODS})))
     largest = _largest(rows)
     batches = {r["batch"] for r in largest.values()}
-    if max(batches) > 1:
-        each = f"batch {batches.pop()}" if len(batches) == 1 else "the largest batch of each"
-        out.append(Row(f"{label}, {each}", _cells({m: speed(largest.get(m)) for m in METHODS})))
+    graphs = [None] + (["graph"] if any("graph" in r for r in rows) else [])
+    out = []
+    for part in graphs:
+        how = ", CUDA graphs" if part else ""
+        if one:
+            out.append(Row(f"{label}, batch 1{how}", _cells(speeds(one, part))))
+        if max(batches) > 1:
+            each = f"batch {next(iter(batches))}" if len(batches) == 1 else "the largest batch of each"
+            out.append(Row(f"{label}, {each}{how}", _cells(speeds(largest, part))))
     return out
 
 
@@ -240,7 +272,7 @@ def speed_table(task: str, records: dict[str, dict], here: bool = True) -> tuple
     table = []
     papers = len(paper_rows(task))
     for i, row in enumerate(speed_rows(task, records, here)):
-        each = row.source.endswith("the largest batch of each")
+        each = "the largest batch of each" in row.source
         table.append([row.source] + [format_cell(row.cells[m], paper=i < papers, batch=each) for m in METHODS])
     return header, table
 
@@ -251,10 +283,14 @@ def speed_caption(task: str) -> str:
     title, main, table4, table5, nguyen = PAPERS[task]
     return (f"**{title}**: images generated per second; in parentheses the speed-up over the softmax transformer of "
             f"the same row and, for the RNNs ({', '.join(LABELS[m] for m in RNNS)}), over its key/value cache. "
+            f"{' and '.join(LABELS[m] for m in BASELINES)} are Reformer's LSH attention with 1 and 4 rounds of "
+            f"hashing, which re-run the whole prefix for every pixel, as the softmax transformer does. "
             f"The papers' rows: Katharopoulos et al. {main.table} ({main.section}) with the key/value cache "
             f"(\"stateful-softmax\") of {table4.table} ({table4.section}), Nguyen et al. {nguyen.table} "
             f"({nguyen.section}), and {table5.table}'s seconds per image at batch 1 ({table5.section}), as "
-            f"1 ÷ seconds.")
+            f"1 ÷ seconds. A record made since the steps are timed alone (the notes below say which) times every "
+            f"method eagerly, the prompt pass and the set-up apart; a row marked \"CUDA graphs\" holds its lean "
+            f"steps replayed as CUDA graphs, compared with each other only.")
 
 
 def speed_notes(records: dict[str, dict]) -> str:
@@ -263,7 +299,9 @@ def speed_notes(records: dict[str, dict]) -> str:
     ng = pn.timing_machine(pn.MOMENTUM_TABLE2, "Images/sec")
     lines = ["≤ at most, ≥ at least, ~ an estimate: the record timed only a prefix of the image (its "
              f"`extrapolation`); {NOT_IN_PAPER}: no such row in the paper; {NOT_RECORDED}: no such row in the "
-             "record. A speed-up at the largest batch compares each method at its own largest batch.",
+             f"record; {NO_RECORD_YET}: a baseline the record was made without; {EAGER_ONLY}: a method that "
+             "replays no CUDA graph (it re-runs the prefix). A speed-up at the largest batch compares each method "
+             "at its own largest batch.",
              f"The papers' machines: Katharopoulos et al. timed on a {k_gpu.kind} ({k_gpu.section}) whose card "
              f"they do not name: {k_gpu.context}. Nguyen et al. do not say where they timed: {ng.context}. "
              "Neither paper states the batch of its images/s; Katharopoulos et al.'s linear model generates "
@@ -283,8 +321,25 @@ def speed_notes(records: dict[str, dict]) -> str:
                      + (" (on a CPU, memory does not bound it: the cap does)" if record.get("device") == "cpu" else ""))
         if loads:
             line += f"; 1-minute load average before and after its runs {min(loads):g}–{max(loads):g}"
+        line += "; " + timing_sentence(record)
         lines.append(line + ".")
     return "\n".join(f"- {line}" for line in lines)
+
+
+def timing_sentence(record: dict) -> str:
+    """What ``record``'s times are: the steps alone, medians of rounds, eager against eager (:func:`timed_apart`), or
+    what a record made before that timed."""
+    if not timed_apart(record):
+        gpu = record.get("device", "cpu") != "cpu"
+        return ("made before the steps were timed apart: its spans include the prompt pass and set-up"
+                + (" and CUDA-graph capture, its lean rows replayed CUDA graphs while softmax ran eagerly (so its "
+                   "ratios to linear set eager against graph)" if gpu else "") + ", and most rows are one sample")
+    runs = record["config"].get("runs", [record["config"]])
+    rounds = sorted({run.get("repeats", 1) for run in runs})
+    return (f"the steps timed apart from the prompt pass and set-up, medians of {'-'.join(map(str, rounds))} "
+            f"round{'s' if rounds != [1] else ''}, every ratio eager ÷ eager"
+            + (" (graph ÷ graph in the CUDA-graph rows)" if any("graph" in r for r in record["metrics"]["rows"])
+               else ""))
 
 
 def lean_step_sentence(record: dict, task: str, batch: int = 1) -> str | None:
@@ -324,14 +379,100 @@ def bound_sentence(record: dict, task: str) -> str | None:
     has no bound (a CPU's, or one made before the bound was recorded)."""
     _check_task(task)
     rows = [r for r in _largest([r for r in record["metrics"]["rows"] if r["task"] == task]).values()
-            if "times_bound" in r]
+            if "times_bound" in r or "times_bound" in r.get("graph", {})]
     if not rows:
         return None
     rows.sort(key=lambda r: METHODS.index(r["method"]) if r["method"] in METHODS else len(METHODS))
-    parts = [f"{LABELS.get(r['method'], r['method'])} {r['times_bound']:.1f}× at batch {r['batch']} "
-             f"(bound {r['bound_ms_per_pixel']:.3f} ms a pixel)" for r in rows]
+    # the CUDA graph replay where the record has it (what generate() runs on CUDA), else the row's own time
+    bounded = [(r, r["graph"], "CUDA graphs") if "times_bound" in r.get("graph", {})
+               else (r, r, "eager" if timed_apart(record) else "") for r in rows]
+    parts = [f"{LABELS.get(r['method'], r['method'])} {b['times_bound']:.1f}× at batch {r['batch']} "
+             f"(bound {b['bound_ms_per_pixel']:.3f} ms a pixel{'; ' + how if how else ''})" for r, b, how in bounded]
     return (f"On {PAPERS[task][0]}, on the {machine_label(record)}, the time of a pixel ÷ the least time its bytes "
             f"allow: " + ", ".join(parts) + ".")
+
+
+HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided (a prefix's bound points the wrong way)"
+
+
+def _verdict(ratio: float, mark: str, above: float = 1.0) -> str:
+    """Whether a ratio with its mark is above ``above``: it holds where the measured value is and the true one can
+    only be larger (no mark, or "≥"), is contradicted where it is not and the true one can only be smaller, and is
+    not decided otherwise."""
+    if ratio > above and mark in ("", "≥"):
+        return HOLDS
+    if ratio <= above and mark in ("", "≤"):
+        return CONTRADICTED
+    return UNDECIDED
+
+
+def _both(verdicts: list[str]) -> str:
+    if CONTRADICTED in verdicts:
+        return CONTRADICTED
+    return HOLDS if all(v == HOLDS for v in verdicts) else UNDECIDED
+
+
+def appendix_c_claims(record: dict) -> list[list[str]]:
+    """Katharopoulos et al. appendix §C's claims that a record can check at batch 1, each as [claim, measured,
+    verdict] (:data:`HOLDS`, :data:`CONTRADICTED`, :data:`UNDECIDED` or :data:`NO_RECORD_YET`): the uncached softmax
+    is the slowest of the four methods of Table 4 and Nguyen et al.; the key/value cache is slower than the linear RNN,
+    the more so the longer the image (CIFAR-10's 3,072 pixels against MNIST's 784), since its cost per pixel grows
+    with the prefix; momentum costs about what linear does (images/s within a factor 1.25 either way: Nguyen et al.
+    Tables 2-3); and LSH-1 and LSH-4, which re-run the prefix (§C.1), are slower than linear. Each ratio of images/s
+    carries the mark of the rows it divides (:func:`ratio_mark`); an RNN's estimate (constant cost per step) counts
+    as a measurement."""
+    def speed(task: str, method: str) -> Speed | None:
+        rows = [r for r in record["metrics"]["rows"] if (r["task"], r["batch"], r["method"]) == (task, 1, method)]
+        if not rows:
+            return None
+        r = min(rows, key=lambda r: r.get("batch_search") == "largest")  # the row of batch 1 asked for, if any
+        return Speed(r["images_per_s"], SPEED_MARK[r["extrapolation"]].replace("~", ""), 1)
+
+    def over(task: str, a: str, b: str) -> tuple[float, str] | None:
+        x, y = speed(task, a), speed(task, b)
+        if x is None or y is None:
+            return None
+        return x.images_per_s / y.images_per_s, ratio_mark(x.mark, y.mark)
+
+    def text(pair: tuple[float, str]) -> str:
+        return f"{pair[1]}{pair[0]:.2f}"
+
+    tasks = [t for t in PAPERS if speed(t, "linear") is not None]
+    title = {t: PAPERS[t][0] for t in tasks}
+    claims = []
+    others = ("softmax-kv-cache", "linear", "momentum")
+    parts, verdicts = [], []
+    for t in tasks:
+        pairs = {m: over(t, m, "softmax") for m in others}
+        pairs = {m: x for m, x in pairs.items() if x is not None}
+        parts.append(f"{title[t]}: " + ", ".join(f"{LABELS[m]} {text(x)}" for m, x in pairs.items()))
+        verdicts += [_verdict(*x) for x in pairs.values()]
+    claims.append(["the uncached softmax is the slowest of softmax, the key/value cache, linear and momentum",
+                   "images/s ÷ softmax's: " + "; ".join(parts), _both(verdicts)])
+    leads = {t: over(t, "linear", CACHE) for t in tasks}
+    leads = {t: x for t, x in leads.items() if x is not None}
+    verdicts = [_verdict(*x) for x in leads.values()]
+    measured = "linear ÷ key/value cache images/s: " + ", ".join(f"{title[t]} {text(x)}" for t, x in leads.items())
+    if len(leads) == 2:
+        (m, mm), (c, cm) = leads["mnist"], leads["cifar10"]
+        verdicts.append(_verdict(c / m, ratio_mark(cm, mm)))
+    claims.append(["the key/value cache is slower than linear, more so on CIFAR-10 than on MNIST", measured,
+                   _both(verdicts) if len(leads) == 2 else UNDECIDED])
+    mom = {t: over(t, "momentum", "linear") for t in tasks}
+    mom = {t: x for t, x in mom.items() if x is not None}
+    within = [HOLDS if 1 / 1.25 < x[0] < 1.25 else CONTRADICTED for x in mom.values()]
+    claims.append(["momentum costs about what linear does (within a factor 1.25)",
+                   "momentum ÷ linear images/s: " + ", ".join(f"{title[t]} {text(x)}" for t, x in mom.items()),
+                   _both(within)])
+    for method in BASELINES:
+        slower = {t: over(t, "linear", method) for t in tasks}
+        slower = {t: x for t, x in slower.items() if x is not None}
+        claims.append([f"{LABELS[method]}, which re-runs the prefix, is slower than linear",
+                       f"linear ÷ {LABELS[method]} images/s: " + ", ".join(f"{title[t]} {text(x)}"
+                                                                          for t, x in slower.items())
+                       if slower else "–",
+                       _both([_verdict(*x) for x in slower.values()]) if slower else NO_RECORD_YET])
+    return claims
 
 
 def compile_sentence(results: Path | str | None) -> str | None:
@@ -379,7 +520,9 @@ def live_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return ["method", "pixels timed", "ms/pixel", "÷ linear", "kernels/pixel"], cells
 
 
-__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "Speed", "Cell", "Row", "ratio_mark",
+__all__ = ["LABELS", "PAPERS", "NOT_RECORDED", "NOT_HERE", "NOT_IN_PAPER", "NO_RECORD_YET", "EAGER_ONLY", "BASELINES",
+           "HOLDS", "CONTRADICTED", "UNDECIDED", "Speed", "Cell", "Row", "ratio_mark", "timed_apart", "timing_sentence",
+           "appendix_c_claims",
            "paper_rows", "record_rows", "generation_records", "speed_rows", "format_cell", "speed_table",
            "speed_caption", "speed_notes", "machine_label", "lean_step_sentence", "launch_table", "bound_sentence",
            "compile_sentence", "live_table"]

@@ -17,9 +17,11 @@ b      ``compute-sanitizer --tool memcheck`` on a small odd-sized causal product
 d1–d3  200 copy-task steps with AMP (bf16) and torch.compile: linear, momentum, Luna
 c2     the papers' methods on the GPU (SDPA on flash, the chunked PyTorch path of linear and momentum, Performer,
        Luna, and the papers' baselines lsh-1/4/8 and Linformer) at 1K–16K, into DIR
-g      ``lra-kit bench generation --device cuda`` for MNIST and CIFAR-10: images/s at batch 1 and at the largest
-       batch that fits, the lean step replayed as a CUDA graph against the modules' step, operators per pixel;
-       written to results/bench/generation-<gpu>.json (rewritten after each task)
+g      ``lra-kit bench generation --device cuda`` for MNIST and CIFAR-10, the LSH-1 and LSH-4 baselines included:
+       images/s at batch 1 and at the largest batch that fits, the steps timed apart from the prompt pass and the
+       CUDA-graph capture, medians of 3 rounds, every method eager (ratios eager ÷ eager) and the lean step also
+       replayed as CUDA graphs (graph ÷ graph) and through the modules' step, operators per pixel; written to
+       results/bench/generation-<gpu>.json (rewritten after each task)
 g2     ``lra-kit bench decode-profile --device cuda``: the lean step under ``torch.profiler`` at MNIST batch 1 and
        1024 (kernels, device time per operator) and replayed as a CUDA graph, into
        results/bench/decode-profile-<gpu>.json: where the time of a generated pixel goes, and the fused RNN step
@@ -124,12 +126,13 @@ def steps(out: Path, python: str = sys.executable, lengths: tuple[int, ...] | No
              "Linformer, up to 16K",
              (*py, "-m", "lra_kit.bench.attention", "--device", "cuda", "--lengths", *map(str, small),
               "--sdpa-backend", "flash", "--methods", *PAPERS, "--json", str(out / "attention-c2-flash.json")), 150),
-        # 115 s: 3 s a row (the uncached softmax and the lean steps stop there, the modules' from a pilot), each lean
-        # method also through the modules' step, and the search for the largest batch, then up to 1024; the search
-        # now doubles up to 8192 (three more tries a method, each a model built and one step run): 180
-        Step("g", "generation benchmark, MNIST and CIFAR-10, batch 1 and the largest that fits",
+        # 115 s on the H200 (2026-11-28): 4 methods, one 3-s round a row, the lean ones also through the modules'
+        # step, the largest batch searched up to 1024. Now, estimated (not run yet): 6 methods (lsh-1, lsh-4 added)
+        # × 2 tasks × 2 batch settings, 3 rounds of 0.5 s a way (uncached: one way; lean: eager, graph, modules),
+        # about 100 s, with the search up to 8192 (three more tries a method) and the LSH models' builds: 220
+        Step("g", "generation benchmark, MNIST and CIFAR-10 with LSH-1/4, batch 1 and the largest that fits",
              (*py, "-m", "lra_kit.bench.generation", "--device", "cuda", "--tasks", "mnist", "cifar10",
-              "--batches", "1", "--largest-batch", "--budget-s", "3", "--reference"), 180),
+              "--batches", "1", "--largest-batch", "--budget-s", "0.5", "--repeats", "3", "--reference"), 220),
         # estimated, not run yet: 10 rows (linear and momentum fused and on the ATen step, the cache; batch 1 and
         # 1024) of 19 eager steps under the profiler and a graph captured and replayed 16 times, each after building
         # the model and, for the first fused row, compiling the Triton kernel

@@ -257,11 +257,31 @@ def _past(deadline: float | None, i: int, device: torch.device) -> bool:
     return time.perf_counter() >= deadline
 
 
-def run_steps(decoder: Decoder, steps: int, *, deadline: float | None = None) -> int:
+class SetupClock:
+    """What :func:`run_steps` spent setting CUDA graphs up, for a benchmark that times the steps apart from it:
+    ``seconds`` of warm-up steps and captures (the device drained before and after each, which ``generate`` never
+    does), and ``steps``, the steps among them that generated a position (the warm-ups: a capture only records)."""
+
+    def __init__(self):
+        self.seconds, self.steps = 0.0, 0
+
+    def start(self, device: torch.device) -> float:
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    def stop(self, device: torch.device, started: float, *, stepped: bool) -> None:
+        torch.cuda.synchronize(device)
+        self.seconds += time.perf_counter() - started
+        self.steps += stepped
+
+
+def run_steps(decoder: Decoder, steps: int, *, deadline: float | None = None, clock: SetupClock | None = None) -> int:
     """Run up to ``steps`` steps of ``decoder``: eagerly, or as CUDA graphs for a decoder built with
-    ``graph=True``; a ``deadline`` stops them early. Returns the number of steps run."""
-    run = _run_cuda_graphs if decoder.graph else _run_eager
-    return run(decoder, steps, deadline)
+    ``graph=True``; a ``deadline`` stops them early. Returns the number of steps run. ``clock`` (a
+    :class:`SetupClock`) collects the time of the graphs' warm-ups and captures (eager steps have none)."""
+    if decoder.graph:
+        return _run_cuda_graphs(decoder, steps, deadline, clock)
+    return _run_eager(decoder, steps, deadline)
 
 
 def _run_eager(decoder: Decoder, steps: int, deadline: float | None = None) -> int:
@@ -272,31 +292,39 @@ def _run_eager(decoder: Decoder, steps: int, deadline: float | None = None) -> i
     return steps
 
 
-def _run_cuda_graphs(decoder: Decoder, steps: int, deadline: float | None = None) -> int:  # pragma: no cover - GPU
+def _run_cuda_graphs(decoder: Decoder, steps: int, deadline: float | None = None,  # pragma: no cover - GPU
+                     clock: SetupClock | None = None) -> int:
     """Each step shape runs once eagerly on a side stream (the warm-up capture needs), is then captured as a CUDA
     graph and replayed for every later step of that shape: one graph for the RNNs, one per cache bucket."""
     graphs, warmed = {}, set()
     pool = torch.cuda.graph_pool_handle()
     side = torch.cuda.Stream()
+    device = decoder.tokens.device
     for i in range(steps):
-        if _past(deadline, i, decoder.tokens.device):
+        if _past(deadline, i, device):
             return i
         span = decoder.span(decoder.n0 + i)
         graph = graphs.get(span)
         if graph is None and span not in warmed:
+            started = clock.start(device) if clock is not None else 0.0
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 decoder.step(None, span)
             torch.cuda.current_stream().wait_stream(side)
             warmed.add(span)
+            if clock is not None:
+                clock.stop(device, started, stepped=True)
             continue
         if graph is None:
+            started = clock.start(device) if clock is not None else 0.0
             graph = torch.cuda.CUDAGraph()
             if decoder.generator is not None:
                 graph.register_generator_state(decoder.generator)
             with torch.cuda.graph(graph, pool=pool):
                 decoder.step(None, span)  # recorded, not run
             graphs[span] = graph
+            if clock is not None:
+                clock.stop(device, started, stepped=False)
         graph.replay()
     return steps
 
@@ -315,4 +343,5 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, h_last: torch.Ten
     return decoder.tokens
 
 
-__all__ = ["CACHE_BUCKET", "Decoder", "LeanLayer", "StepContext", "decoder_supported", "generate", "run_steps"]
+__all__ = ["CACHE_BUCKET", "Decoder", "LeanLayer", "SetupClock", "StepContext", "decoder_supported", "generate",
+           "run_steps"]
