@@ -446,8 +446,9 @@ def _gpu_attention_headline(path: Path) -> tuple[str, str] | None:
     from lra_kit.bench.attention_gpu_record import length_label as _length
 
     record = _read(path)
-    if not path.name.startswith("attention-") or record is None or "targets" not in record.get("metrics", {}):
-        return None
+    if (not path.name.startswith("attention-") or record is None or record.get("device") == "cpu"
+            or "targets" not in record.get("metrics", {})):
+        return None  # a CPU record has its own row (speed_row) and no fla row; it may still list (no) targets
     card = str(record.get("device_detail", record["device"])).removeprefix("NVIDIA ")
     have = sorted((r["length"], r["linear_over_fla"]) for r in record["metrics"]["ratios"]
                   if r.get("linear_over_fla") is not None)

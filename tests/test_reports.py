@@ -210,3 +210,17 @@ def test_a_gpu_attention_record_must_say_what_its_fla_row_ran(tmp_path):
     with pytest.raises(ValueError, match="what its fla row ran"):
         reports.speed_row(tmp_path)
 
+
+
+def test_a_cpu_attention_record_gives_no_gpu_headline_even_with_a_targets_list(tmp_path):
+    """The CPU record lists its (empty) targets as a GPU record does, and has no fla row: the speed row takes it as
+    the CPU's, never as a card's whose fla row is undefined."""
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    record = json.loads((RESULTS / "bench" / "attention-cpu.json").read_text())
+    record["metrics"]["targets"] = []
+    record["config"].pop("definitions", None)
+    (bench / "attention-cpu.json").write_text(json.dumps(record))
+    assert reports._gpu_attention_headline(bench / "attention-cpu.json") is None
+    result = reports.speed_row(tmp_path)[1]
+    assert "linear ÷ fla" not in result
