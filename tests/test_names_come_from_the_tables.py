@@ -57,6 +57,9 @@ SELECTIONS_OF_RECORD = {
     ("tests/test_models_decode.py", "linear, momentum, softmax"),
     # Temperature 0 on one recurrent state and one key/value cache.
     ("tests/test_models_generation.py", "linear, softmax"),
+    # One generation method of each kind the benchmark times: a recurrent state, a key/value cache, the prefix re-run
+    # (softmax and LSH): what the timed round draws is generate()'s.
+    ("tests/test_bench_generation.py", "linear, softmax"),
     # The experiments of record whose results/ folders hold the papers' baselines' runs (copy, mnist and lra: an
     # experiment's folder, not a task list), and the records the baselines' report tests fabricate there: the runs
     # of record each page compares the baselines with.
