@@ -1,7 +1,7 @@
 """The Triton path's budget, checkable without a GPU: what linear and momentum attention launch outside their
 Triton kernels, forward + backward, counted with a TorchDispatchMode under Triton's interpreter
-(:mod:`lra_kit.bench.dispatch`). On a GPU each PyTorch kernel is a launch and a pass over memory; the kernels
-apply φ, the mask, the normaliser and momentum themselves, so none should be left."""
+(:mod:`lra_kit.bench.dispatch`), and the Triton kernels they launch. On a GPU each PyTorch kernel is a launch and a
+pass over memory; the kernels apply φ, the mask, the normaliser and momentum themselves, so none should be left."""
 import math
 
 import pytest
@@ -15,6 +15,9 @@ pytest.importorskip("triton")
 
 B, N, H, D = 2, 100, 2, 16
 MAX_KERNELS = 4  # per forward + backward (issue budget); the path launches none today
+# The Triton launches of one forward + backward with ∇q, ∇k and ∇v asked for: forward 2, backward 4 (the forward
+# states recomputed, ∇q, the adjoint states, then ∇k and ∇v in one kernel: 7 launches in all before it).
+TRITON_LAUNCHES = ("states_kernel", "forward_kernel", "states_kernel", "dq_kernel", "states_kernel", "dkv_kernel")
 
 
 def _allowed_bytes(beta: float) -> int:
@@ -49,6 +52,7 @@ def _forward_backward(fn, kw, mask):
 @pytest.mark.parametrize("padded", [False, True])
 def test_no_pytorch_kernels_around_the_triton_kernels(monkeypatch, fn, kw, padded):
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
+    launched = _record_triton_launches(monkeypatch)
     mask = None
     if padded:
         mask = torch.zeros(B, N, dtype=torch.bool)
@@ -57,6 +61,25 @@ def test_no_pytorch_kernels_around_the_triton_kernels(monkeypatch, fn, kw, padde
     kernels = sum(counter.kernels.values())
     assert kernels <= MAX_KERNELS, counter.summary()
     assert counter.allocated_bytes <= _allowed_bytes(kw.get("beta", 0.0)), counter.summary()
+    assert tuple(launched) == TRITON_LAUNCHES * 2, launched  # two calls: the first fills the tables' cache
+
+
+def _record_triton_launches(monkeypatch) -> list[str]:
+    """The names of the Triton kernels the host launches from now on (it looks each up once a launch)."""
+    from lra_kit.attention.causal.triton import host, kernels_for
+
+    names = []
+
+    class Recorder:
+        def __init__(self, real):
+            self.real = real
+
+        def __getattr__(self, name):
+            names.append(name)
+            return getattr(self.real, name)
+
+    monkeypatch.setattr(host, "kernels_for", lambda tensor: Recorder(kernels_for(tensor)))
+    return names
 
 
 def test_the_counter_sees_a_kernel_put_back(monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-KERNELS = ("states_kernel", "forward_kernel", "dq_kernel", "dk_kernel", "dv_kernel")  # the causal op's
+KERNELS = ("states_kernel", "forward_kernel", "dq_kernel", "dk_kernel", "dv_kernel", "dkv_kernel")  # the causal op's
 DECODE = "decode_step_kernel"  # the fused decode step's (lra_kit.attention.decode.FusedStep)
 
 

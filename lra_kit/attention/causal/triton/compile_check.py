@@ -47,7 +47,7 @@ def variants() -> list[dict]:
     and stores, not registers per tile."""
     import torch
 
-    from lra_kit.attention.causal.triton.host import TILING, dot_types, output_warps, state_warps
+    from lra_kit.attention.causal.triton.host import TILING, dkv_blocks, dot_types, output_warps, state_warps
 
     out = []
     for dtype in INPUT_TYPES:
@@ -70,12 +70,16 @@ def variants() -> list[dict]:
                                                **dict(flags, MASK=flags["MASK"] and not reverse), **dots)})
         blocks = _blocks(tiling.max_block)
         for kernel, extra in (("forward_kernel", {"STORE_DEN": True}), ("dq_kernel", {"STORE_H": True}),
-                              ("dk_kernel", {}), ("dv_kernel", {})):
+                              ("dk_kernel", {}), ("dv_kernel", {}), ("dkv_kernel", {})):
             for bd, bm, use_d in itertools.product(blocks, blocks, (False, True)):
+                if kernel == "dkv_kernel" and dkv_blocks(bd, bm, torch_dtype) != (bd, bm):
+                    continue  # launched with other tiles (host.dkv_blocks), listed under those
                 largest = (bd, bm) == (blocks[-1], blocks[-1])
                 for flags in (attention, bare) if largest else (attention,):
                     # the bare product's numerator may be float32 (``out_dtype``); ∇ of another φ is float32
-                    for out_type in tuple(dict.fromkeys((dtype, "fp32"))) if flags is bare else (dtype,):
+                    # (∇q, ∇k: "output"); ∇v has v's type always (``_signature``), so dv_kernel has no float32 one
+                    wider = flags is bare and kernel != "dv_kernel"
+                    for out_type in tuple(dict.fromkeys((dtype, "fp32"))) if wider else (dtype,):
                         out.append({"kernel": kernel, "input": dtype, "output": out_type,
                                     "num_warps": output_warps(bd, bm, torch_dtype, kernel),
                                     "constexprs": dict(C=tiling.max_chunk, BD=bd, BM=bm, USE_D=use_d,
@@ -108,6 +112,8 @@ def _signature(kernel, variant: dict) -> dict:
     for name in kernel.arg_names:
         if name in variant["constexprs"]:
             signature[name] = "constexpr"
+        elif name == "dv_ptr":  # ∇v is allocated in v's type (host.backward), whatever type ∇k has
+            signature[name] = f"*{variant['input']}"
         elif name in OUTPUTS:
             signature[name] = f"*{variant['output']}"
         elif name == "mask_ptr":

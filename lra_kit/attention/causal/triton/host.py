@@ -3,8 +3,9 @@
 :mod:`lra_kit.attention.causal.op` calls :func:`forward` and :func:`backward` from its one autograd Function when
 it chooses this path (CUDA tensors). The kernels take the raw q, k, v and the padding mask and apply φ (elu + 1),
 the mask, the normaliser and momentum as they read them; this side allocates the outputs, the gradients and the
-per-chunk states, and launches. A forward is two launches, a backward five; no PyTorch kernel runs between them
-for linear and momentum attention with elu + 1 (``tests/test_triton_budget.py`` counts them).
+per-chunk states, and launches. A forward is two launches, a backward four (∇k and ∇v in one kernel; five where
+only one of the two is asked for); no PyTorch kernel runs between them for linear and momentum attention with
+elu + 1 (``tests/test_triton_budget.py`` counts both).
 
 State. After position t the state is s_t = Σ_{j≤t} u(t−j) φ(k_j)v_jᵀ, d_t = Σ_{j≤t} β^{t−j} φ(k_j)v_jᵀ and
 z_t = Σ_{j≤t} φ(k_j) (:mod:`lra_kit.attention.causal.state`); ``initial_state`` starts from one, and
@@ -86,6 +87,15 @@ def launch_blocks(dx: int, dz: int, dtype: torch.dtype = torch.bfloat16) -> tupl
     return _block(dx, cap), _block(dz, cap)
 
 
+def dkv_blocks(BD: int, BM: int, dtype: torch.dtype) -> tuple[int, int]:
+    """(BD, BM) of ``dkv_kernel``. float32 takes square tiles, the wider of the two: its tf32x3 products at 16 × 32
+    and 32 × 16 with d spilled 20–130 B a thread with 4 or 8 warps (Triton 3.9), where 32 × 32 with 8 fits; the
+    narrower side's extra columns are masked (read from nowhere, multiplied as zeros)."""
+    if dtype == torch.float32:
+        return (max(BD, BM),) * 2
+    return BD, BM
+
+
 def state_warps(dtype: torch.dtype, use_d: bool) -> int:
     """Warps of states_kernel. The compile guard ran with two Triton versions, 3.9 and 3.7.1 (the one PyPI's CUDA
     torch 2.13 wheel brings). With 16-bit inputs and no d, a 32 × 32 state tile spilled with 4 warps under 3.7.1
@@ -97,11 +107,15 @@ def state_warps(dtype: torch.dtype, use_d: bool) -> int:
 
 
 def output_warps(BD: int, BM: int, dtype: torch.dtype = torch.bfloat16, kernel: str = "forward_kernel") -> int:
-    """Warps of the four chunk kernels, as ptxas -v measured them for sm_90 (the compile guard, with Triton 3.9 and
+    """Warps of the chunk kernels, as ptxas -v measured them for sm_90 (the compile guard, with Triton 3.9 and
     3.7.1). float32's tf32x3 tiles (C = 16) fit 4 warps, except in two places: 32 × 16 spills with 4 and not with
     8; the ∇q kernel with d spilled 8 B at 16 × 16 with 4 warps under 3.7.1, and takes 8 at every tile. With
     16-bit inputs (C = 64), the forward and ∇q kernels hold the score tile, the output tile and φ's inputs at
-    once. From 16 × 32 on, they spilled up to 176 B a thread with 4 warps, so they take 8. ∇k and ∇v fit 4."""
+    once. From 16 × 32 on, they spilled up to 176 B a thread with 4 warps, so they take 8. ∇k and ∇v fit 4.
+    The fused ∇k, ∇v kernel holds both score tiles: with 4 warps it spilled at every 16-bit tile (up to 1.2 KB a
+    thread at 32 × 32 with d, Triton 3.9); it takes 8 (16, capped at 128 registers a thread, spilled more)."""
+    if kernel == "dkv_kernel":
+        return 8
     if dtype == torch.float32:
         return 8 if kernel == "dq_kernel" or (BD, BM) == (32, 16) else 4
     if kernel == "dv_kernel" and dtype == torch.bfloat16 and BD * BM >= 1024:
@@ -232,36 +246,53 @@ class _Launch:
         )
         return (s, d, z), (last if store_last else None)
 
-    def _launch(self, name, width, block, *args, **flags):
-        grid = (self.BH, self.NC, -(-width // block))
+    def _launch(self, name, blocks, *args, tiles=None, **flags):
+        """``name`` on a grid of (batch·head, chunk, ``blocks`` column blocks), with tiles (BD, BM) (default:
+        ``launch_blocks``'s)."""
+        grid = (self.BH, self.NC, blocks)
+        BD, BM = tiles or (self.BD, self.BM)
         kernel = getattr(self.kernels, name)
         kernel[grid](*args, self.u, self.p, self.beta, *flags.pop("scalars"), self.H, self.N, self.D, self.M,
-                     self.NC, C=self.C, BD=self.BD, BM=self.BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
-                     num_warps=output_warps(self.BD, self.BM, self.dtype, name))
+                     self.NC, C=self.C, BD=BD, BM=BM, **flags, **self.dots, ACC_DOT=self.acc_dot,
+                     num_warps=output_warps(BD, BM, self.dtype, name))
 
     def forward(self, q, k, v, states, out, den):
         s, d, z = states
-        self._launch("forward_kernel", self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("forward_kernel", _cdiv(self.M, self.BM), *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *self.mask, s, d, z, *_rows_of(out), den if den is not None else self.u,
                      scalars=(self.gamma, self.eps), STORE_DEN=den is not None, **self.flags)
 
     def dq(self, q, k, v, g, out, states, den, h, dq):
         s, d, z = states
-        self._launch("dq_kernel", self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("dq_kernel", _cdiv(self.D, self.BD), *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *_rows_of(g), *_rows_of(out if out is not None else g), *self.mask, s, d, z,
                      _or(den, self.u), _or(h, self.u), dq, scalars=(self.gamma,), STORE_H=h is not None,
                      **self.flags)
 
     def dk(self, q, k, v, g, adjoint, den, h, dk):
         s, d, z = adjoint
-        self._launch("dk_kernel", self.D, self.BD, *_rows_of(q), *_rows_of(k), *_rows_of(v),
+        self._launch("dk_kernel", _cdiv(self.D, self.BD), *_rows_of(q), *_rows_of(k), *_rows_of(v),
                      *_rows_of(g), *self.mask, s, d, z, _or(den, self.u), _or(h, self.u), dk,
                      scalars=(self.gamma,), **self.flags)
 
     def dv(self, q, k, g, adjoint, den, dv):
         s, d, _ = adjoint
-        self._launch("dv_kernel", self.M, self.BM, *_rows_of(q), *_rows_of(k), *_rows_of(g),
+        self._launch("dv_kernel", _cdiv(self.M, self.BM), *_rows_of(q), *_rows_of(k), *_rows_of(g),
                      *self.mask, s, d, _or(den, self.u), dv, scalars=(self.gamma,), **self.flags)
+
+    def dkv(self, q, k, v, g, adjoint, den, h, dk, dv):
+        """∇k and ∇v in one launch (``dkv_kernel``): a program reads each tile of its chunk once for both gradients
+        (its own block of ∂out twice)."""
+        s, d, z = adjoint
+        BD, BM = dkv_blocks(self.BD, self.BM, self.dtype)
+        blocks = max(_cdiv(self.D, BD), _cdiv(self.M, BM))  # program j: column block j of ∇k and of ∇v
+        self._launch("dkv_kernel", blocks, *_rows_of(q), *_rows_of(k), *_rows_of(v), *_rows_of(g), *self.mask,
+                     s, d, z, _or(den, self.u), _or(h, self.u), dk, dv, scalars=(self.gamma,), tiles=(BD, BM),
+                     **self.flags)
+
+
+def _cdiv(n: int, block: int) -> int:
+    return -(-n // block)
 
 
 def _or(t, fallback):
@@ -327,8 +358,9 @@ def forward(spec, q, k, v, mask, state, needs_grad=True):
 
 def backward(spec, q, k, v, mask, out, memo, grad, grad_final, needs):
     """The gradients of :func:`forward`: the forward boundary states recomputed, ∇q (and h) forward in time, the
-    adjoint states backward in time, then ∇k and ∇v. ``needs``: q, k, v, s0, d0, z0. Returns dq, dk, dv and the
-    gradient of the starting state as a :class:`~lra_kit.attention.causal.state.CausalState`."""
+    adjoint states backward in time, then ∇k and ∇v (one launch for both). ``needs``: q, k, v, s0, d0, z0.
+    Returns dq, dk, dv and the gradient of the starting state as a
+    :class:`~lra_kit.attention.causal.state.CausalState`."""
     init, den = memo
     fq, fk, phi_in_kernel, chain = _mapped(spec, q, k, needs[:2])
     run = _Launch(fq, v, spec, phi_in_kernel, mask)
@@ -358,9 +390,16 @@ def backward(spec, q, k, v, mask, out, memo, grad, grad_final, needs):
                                     den=den, h=h)
         if needs[1]:
             dfk = torch.empty(*fk.shape, device=k.device, dtype=grad_type[1])
-            run.dk(fq, fk, v, grad, adjoint, den, h, dfk)
         if needs[2]:
             dv = torch.empty(*v.shape, device=v.device, dtype=v.dtype)
+        # Both: one pass (dkv_kernel). One alone: its own kernel (dk_kernel, dv_kernel stay for this), which reads
+        # only what that gradient needs; the fused one would read q, k in full for ∇v's score tile where only ∇k is
+        # asked for, v and ∂out for ∇k's where only ∇v is: more bytes for a result thrown away.
+        if needs[1] and needs[2]:
+            run.dkv(fq, fk, v, grad, adjoint, den, h, dfk, dv)
+        elif needs[1]:
+            run.dk(fq, fk, v, grad, adjoint, den, h, dfk)
+        elif needs[2]:
             run.dv(fq, fk, grad, adjoint, den, dv)
         if needs_init:
             B, H = q.shape[:2]

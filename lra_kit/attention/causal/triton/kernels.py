@@ -6,7 +6,10 @@ The op (:mod:`lra_kit.attention.causal.op`) computes, for raw q, k and v (B, H, 
     den_i = φ(q_i)·z_i + ε,       z_i = z_0 + Σ_{j≤i} φ(k_j),       u(x) = (1 − β^{x+1}) / (1 − β)
 
 (Katharopoulos et al. eq. 9 at β = 0, γ = 1; Nguyen et al. eq. 13 at β > 0), φ(k_j) = 0 at padded keys.
-Five kernels, chunks of C positions, one program per (batch·head, chunk or state tile, column block):
+Six kernels, chunks of C positions, one program per (batch·head, chunk or state tile, column block); a forward
+launches ``states_kernel`` and ``forward_kernel``, a backward ``states_kernel`` twice (the forward states
+recomputed, the adjoint ones), ``dq_kernel`` and ``dkv_kernel`` (``dk_kernel`` or ``dv_kernel`` where only one of
+the two gradients is asked for):
 
 ``states_kernel``
     walks the chunks of one (batch·head) in order and stores the state at every chunk boundary: forward in
@@ -24,6 +27,12 @@ Five kernels, chunks of C positions, one program per (batch·head, chunk or stat
     ∇k_b = keep_b φ'(k_b) ⊙ [Σ_{i≥b} (u(i−b) (v_b·g̃_i) + h_i) φ(q_i) + (adjoint state reads) + ẑ].
 ``dv_kernel``
     ∇v_b = Σ_{i≥b} u(i−b) (φ(k_b)·φ(q_i)) g̃_i + (adjoint state reads).
+``dkv_kernel``
+    both in one launch, program j writing column block j of each: ∇k's score tile V Gᵀ (over every value
+    column) and ∇v's φ(K)φ(Q)ᵀ (over every feature) from one load of each tile of q, k, v and ∂out (the own
+    block of ∂out twice: held, it spilled registers), where a program of the pair loads the two its tile multiplies
+    in full (v, ∂out for ∇k; q, k for ∇v) and its own block of the others. Its adjoint state reads are the
+    pair's: row block j of Ŝ, D̂ for ∇k, column block j for ∇v.
 
 The state algebra (s, d and the weights u(L−1−b), β^{L−1−b}, β·u(a) of a state read) is that of the module
 docstring of :mod:`lra_kit.attention.causal.chunked`; the adjoint recursion is its transpose. With ``PHI`` off
@@ -487,4 +496,137 @@ def dv_kernel(
     if NORM:
         g = g * (gamma / _rows(den_ptr, bh, N, rows, inside))[:, None]
     dv = _dot(scores * weights, g, ACC_DOT, PRECISION, ROUND_ONLY) + acc
+    _store_rows(dv_ptr, bh, N, rows, inside, rm, M, dv)
+
+
+@triton.jit
+def _key_block(scores, acc, q_ptr, q_base, sqn, k_ptr, k_base, skn, s_ptr, d_ptr, state_row, rows, inside, keep,
+               w_s, w_d, rd, rm, D, M,
+               PHI: tl.constexpr, USE_D: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr,
+               PRECISION: tl.constexpr, ROUND_ONLY: tl.constexpr):
+    """One feature block rd of ``dkv_kernel``: φ(K)φ(Q)ᵀ added to ``scores`` and u(L−1−b) φk_b Ŝ + β^{L−1−b} φk_b D̂
+    (columns rm) to ``acc``, as ``dv_kernel`` does; returns them with φ(q) and the raw k of the block, which
+    ∇k reads where rd is the program's own block."""
+    k = _tile(k_ptr, k_base, skn, rows, inside, rd, D)
+    fk = _mapped(k, inside, rd, D, PHI) * keep[:, None]
+    fq = _mapped(_tile(q_ptr, q_base, sqn, rows, inside, rd, D), inside, rd, D, PHI)
+    scores += _dot(fk, tl.trans(fq), PHI_DOT, PRECISION, ROUND_ONLY)
+    state_mask = (rd[:, None] < D) & (rm[None, :] < M)
+    state_off = (state_row + rd[:, None]) * M + rm[None, :]
+    acc += _dot(fk * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+                ACC_DOT, PRECISION, ROUND_ONLY)
+    if USE_D:
+        acc += _dot(fk * w_d[:, None], tl.load(d_ptr + state_off, mask=state_mask, other=0.0),
+                    ACC_DOT, PRECISION, ROUND_ONLY)
+    return scores, acc, fq, k
+
+
+@triton.jit
+def _value_block(scores, acc, v_ptr, v_base, svn, g_ptr, g_base, sgn, s_ptr, d_ptr, state_row, rows, inside,
+                 w_s, w_d, rd, rm, D, M,
+                 USE_D: tl.constexpr, IN_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+                 ROUND_ONLY: tl.constexpr):
+    """One value block rm of ``dkv_kernel``: V Gᵀ added to ``scores`` and u(L−1−b) v_b Ŝᵀ + β^{L−1−b} v_b D̂ᵀ
+    (feature columns rd) to ``acc``, as ``dk_kernel`` does."""
+    v = _tile(v_ptr, v_base, svn, rows, inside, rm, M)
+    g = _tile(g_ptr, g_base, sgn, rows, inside, rm, M)
+    scores += _dot(v, tl.trans(g), IN_DOT, PRECISION, ROUND_ONLY)
+    state_mask = (rm[:, None] < M) & (rd[None, :] < D)
+    state_off = (state_row + rd[None, :]) * M + rm[:, None]  # (Ŝ)ᵀ: rows m, columns d
+    acc += _dot(v * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+                ACC_DOT, PRECISION, ROUND_ONLY)
+    if USE_D:
+        acc += _dot(v * w_d[:, None], tl.load(d_ptr + state_off, mask=state_mask, other=0.0),
+                    ACC_DOT, PRECISION, ROUND_ONLY)
+    return scores, acc
+
+
+@triton.jit
+def dkv_kernel(
+    q_ptr, sqb, sqh, sqn,
+    k_ptr, skb, skh, skn,
+    v_ptr, svb, svh, svn,
+    g_ptr, sgb, sgh, sgn,
+    mask_ptr, smb,
+    s_ptr, d_ptr, z_ptr,  # adjoint boundary states (at each chunk's end): Ŝ, D̂ (BH, NC, D, M) and ẑ (BH, NC, D)
+    den_ptr, h_ptr,
+    dk_ptr, dv_ptr,  # (B, H, N, D) and (B, H, N, M) contiguous
+    u_ptr, p_ptr, beta, gamma,
+    H, N, D, M, NC,
+    C: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+    PHI: tl.constexpr, MASK: tl.constexpr, NORM: tl.constexpr, USE_D: tl.constexpr,
+    IN_DOT: tl.constexpr, PHI_DOT: tl.constexpr, ACC_DOT: tl.constexpr, PRECISION: tl.constexpr,
+    ROUND_ONLY: tl.constexpr,
+):
+    """∇k and ∇v of one chunk in one pass: program j writes ∇k's feature columns j·BD … and ∇v's value columns
+    j·BM … (the grid has as many column blocks as the wider of the two), each the formula of ``dk_kernel`` and
+    ``dv_kernel``:
+        ∇φ(k_b) = Σ_{i≥b} (u(i−b) r_i (v_b·g_i) + h_i) φq_i + u(L−1−b) v_b Ŝᵀ + β^{L−1−b} v_b D̂ᵀ + ẑ,
+        ∇v_b    = Σ_{i≥b} u(i−b) (φk_b·φq_i) r_i g_i + u(L−1−b) φk_b Ŝ + β^{L−1−b} φk_b D̂.
+    ∇k needs the score tile V Gᵀ summed over every value block, ∇v the tile φ(K)φ(Q)ᵀ over every feature block;
+    each block's tiles are loaded once. The value blocks come first; then the feature blocks, starting with the
+    program's own, where ∇k is finished and stored, so that neither V Gᵀ nor that block's φ(q) and k is held
+    through a loop; the own block of g, which ∇v multiplies last, is loaded again there (a cache hit) rather than
+    held through both walks. Held, each spilled registers on sm_90 (the compile guard). With one block of each
+    (D, M ≤ the tile) the sums are the two kernels' in their order; with more, the same sums started at the own
+    block. A program with no ∇v columns (j·BM ≥ M) walks no other feature block, one with no ∇k columns no other
+    value block: Performer's wide features then cost what they cost the two kernels."""
+    bh, chunk, j = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    b, hh = bh // H, bh % H
+    pos = tl.arange(0, C)
+    rd = j * BD + tl.arange(0, BD)  # this program's ∇k columns (none where j·BD ≥ D: loads and stores masked)
+    rm = j * BM + tl.arange(0, BM)  # its ∇v columns
+    start = chunk * C
+    L = tl.minimum(C, N - start)
+    inside = pos < L
+    rows = start + pos
+    keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
+    to_end = tl.where(inside, L - 1 - pos, 0)
+    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
+    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
+    state_row = (bh * NC + chunk) * D
+    q_base, k_base = b * sqb + hh * sqh, b * skb + hh * skh
+    v_base, g_base = b * svb + hh * svh, b * sgb + hh * sgh
+    # The other blocks, after the own one (j+1, j+2, … modulo the count): all of them where the program has no own
+    # block, none where it has no columns of the gradient that needs them.
+    n_d, n_m = (D + BD - 1) // BD, (M + BM - 1) // BM
+    has_k, has_v = j < n_d, j < n_m
+    other_d = tl.where(has_v, tl.where(has_k, n_d - 1, n_d), 0)
+    other_m = tl.where(has_k, tl.where(has_v, n_m - 1, n_m), 0)
+
+    vg = tl.full((C, C), 0.0, tl.float32)  # V Gᵀ, rows b, columns i
+    acc_k = tl.full((C, BD), 0.0, tl.float32)
+    vg, acc_k = _value_block(vg, acc_k, v_ptr, v_base, svn, g_ptr, g_base, sgn, s_ptr, d_ptr, state_row,
+                             rows, inside, w_s, w_d, rd, rm, D, M, USE_D, IN_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
+    for t in range(0, other_m):
+        km = ((j + 1 + t) % n_m) * BM
+        vg, acc_k = _value_block(vg, acc_k, v_ptr, v_base, svn, g_ptr, g_base, sgn, s_ptr, d_ptr, state_row,
+                                 rows, inside, w_s, w_d, rd, km + tl.arange(0, BM), D, M,
+                                 USE_D, IN_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
+    weights, later = _lag_weights(u_ptr, pos, True)
+    if NORM:
+        r = gamma / _rows(den_ptr, bh, N, rows, inside)
+        h = tl.where(inside, _rows(h_ptr, bh, N, rows, inside), 0.0)
+        p = vg * weights * r[None, :] + tl.where(later, h[None, :], 0.0)
+    else:
+        p = vg * weights
+
+    kq = tl.full((C, C), 0.0, tl.float32)  # φ(K)φ(Q)ᵀ, rows b, columns i
+    acc_v = tl.full((C, BM), 0.0, tl.float32)
+    kq, acc_v, fq, k = _key_block(kq, acc_v, q_ptr, q_base, sqn, k_ptr, k_base, skn, s_ptr, d_ptr, state_row,
+                                  rows, inside, keep, w_s, w_d, rd, rm, D, M,
+                                  PHI, USE_D, PHI_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
+    dfk = _dot(p, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc_k
+    if NORM:
+        dfk = dfk + tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)[None, :]
+    _store_rows(dk_ptr, bh, N, rows, inside, rd, D, dfk * _phi_grad(k, PHI) * keep[:, None])
+    for t in range(0, other_d):
+        kd = ((j + 1 + t) % n_d) * BD
+        kq, acc_v, _, _ = _key_block(kq, acc_v, q_ptr, q_base, sqn, k_ptr, k_base, skn, s_ptr, d_ptr, state_row,
+                                     rows, inside, keep, w_s, w_d, kd + tl.arange(0, BD), rm, D, M,
+                                     PHI, USE_D, PHI_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
+    g = _tile(g_ptr, g_base, sgn, rows, inside, rm, M)  # the own block again (see the docstring)
+    if NORM:
+        g = g * (gamma / _rows(den_ptr, bh, N, rows, inside))[:, None]  # g̃
+    dv = _dot(kq * weights, g, ACC_DOT, PRECISION, ROUND_ONLY) + acc_v
     _store_rows(dv_ptr, bh, N, rows, inside, rm, M, dv)
