@@ -313,3 +313,19 @@ def test_the_compile_sentence_reads_the_cpu_profile(tmp_path):
     path.write_text(json.dumps(_record("cpu", rows)))
     sentence = gt.compile_sentence(tmp_path)
     assert "faster in 1 of them" in sentence and "different tokens" in sentence
+
+
+def test_the_page_splits_the_speed_table_into_the_papers_methods_and_the_baselines():
+    """Two narrower tables with the same rows (one of seven columns scrolled sideways at 1280 px); every method in
+    exactly one of them; a method not benchmarked is refused by name."""
+    records = {"cpu": _record("cpu", _speeds("mnist", 1.0))}
+    assert set(gt.OURS) | set(gt.BASELINES) == set(METHODS) and not set(gt.OURS) & set(gt.BASELINES)
+    whole = gt.speed_table("mnist", records)
+    ours, lsh = (gt.speed_table("mnist", records, True, m) for m in (gt.OURS, gt.BASELINES))
+    assert [r[0] for r in ours[1]] == [r[0] for r in lsh[1]] == [r[0] for r in whole[1]]
+    for part, methods in ((ours, gt.OURS), (lsh, gt.BASELINES)):
+        assert part[0][1:] == [gt.LABELS[m] for m in methods]
+        for row, full in zip(part[1], whole[1], strict=True):
+            assert row[1:] == [full[1 + METHODS.index(m)] for m in methods]
+    with pytest.raises(ValueError, match="methods must be"):
+        gt.speed_table("mnist", records, True, ("transformer",))

@@ -30,6 +30,7 @@ LABELS = {"softmax": "softmax", "softmax-kv-cache": "key/value cache", "linear":
 CACHE = "softmax-kv-cache"  # the second reference of the speed-ups
 RNNS = tuple(m for m in METHODS if not GROWING[m])  # a state of constant size: their speed-up over the cache too
 BASELINES = tuple(LSH_ROUNDS)  # the papers' baselines: a record made before they were timed has none
+OURS = tuple(m for m in METHODS if m not in BASELINES)  # the methods the papers propose or time as theirs
 # The papers' rows for our methods in Nguyen et al. Tables 2-3 (Katharopoulos et al.'s: PAPER_ROW).
 NGUYEN_ROW = {"softmax": "Standard softmax transformer", "linear": "Linear transformer",
               "momentum": "Momentum transformer"}
@@ -265,15 +266,19 @@ def format_cell(cell, *, paper: bool = False, batch: bool = False) -> str:
     return f"batch {cell.speed.batch}: {text}" if batch else text
 
 
-def speed_table(task: str, records: dict[str, dict], here: bool = True) -> tuple[list[str], list[list[str]]]:
+def speed_table(task: str, records: dict[str, dict], here: bool = True,
+                methods: tuple[str, ...] = METHODS) -> tuple[list[str], list[list[str]]]:
     """The header and rows of ``task``'s table (:func:`speed_rows`), for :func:`lra_kit.viz.results.markdown_table`:
-    a row per source, a column per method."""
-    header = ["source, machine, batch"] + [LABELS[m] for m in METHODS]
+    a row per source, a column per method of ``methods`` (the page splits :data:`OURS` from :data:`BASELINES`,
+    so that each table fits the column at 1280 px)."""
+    if not methods or any(m not in METHODS for m in methods):
+        raise ValueError(f"methods must be a non-empty selection of {', '.join(METHODS)}, got {methods!r}")
+    header = ["source, machine, batch"] + [LABELS[m] for m in methods]
     table = []
     papers = len(paper_rows(task))
     for i, row in enumerate(speed_rows(task, records, here)):
         each = "the largest batch of each" in row.source
-        table.append([row.source] + [format_cell(row.cells[m], paper=i < papers, batch=each) for m in METHODS])
+        table.append([row.source] + [format_cell(row.cells[m], paper=i < papers, batch=each) for m in methods])
     return header, table
 
 
