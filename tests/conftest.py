@@ -103,3 +103,26 @@ def node_tests() -> NodeRun:
     env["LRA_KIT_PYTHON"] = sys.executable  # this interpreter writes the references
     proc = subprocess.run([node, "--test", *files], cwd=root, env=env, capture_output=True, text=True, timeout=900)
     return NodeRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def record_triton_launches(monkeypatch):
+    """A function that starts recording the names of the Triton kernels the causal op's host launches (it looks each
+    up once a launch) and returns the list they are appended to; each call starts a new list."""
+    from lra_kit.attention.causal.triton import host, kernels_for
+
+    def start() -> list[str]:
+        names = []
+
+        class Recorder:
+            def __init__(self, real):
+                self.real = real
+
+            def __getattr__(self, name):
+                names.append(name)
+                return getattr(self.real, name)
+
+        monkeypatch.setattr(host, "kernels_for", lambda tensor: Recorder(kernels_for(tensor)))
+        return names
+
+    return start

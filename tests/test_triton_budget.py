@@ -50,9 +50,9 @@ def _forward_backward(fn, kw, mask):
 
 @pytest.mark.parametrize("fn, kw", [(linear_attention, {}), (momentum_attention, {"beta": 0.6, "gamma": 0.9})])
 @pytest.mark.parametrize("padded", [False, True])
-def test_no_pytorch_kernels_around_the_triton_kernels(monkeypatch, fn, kw, padded):
+def test_no_pytorch_kernels_around_the_triton_kernels(monkeypatch, record_triton_launches, fn, kw, padded):
     monkeypatch.setenv("LRA_KIT_TRITON", "interpret")
-    launched = _record_triton_launches(monkeypatch)
+    launched = record_triton_launches()
     mask = None
     if padded:
         mask = torch.zeros(B, N, dtype=torch.bool)
@@ -62,24 +62,6 @@ def test_no_pytorch_kernels_around_the_triton_kernels(monkeypatch, fn, kw, padde
     assert kernels <= MAX_KERNELS, counter.summary()
     assert counter.allocated_bytes <= _allowed_bytes(kw.get("beta", 0.0)), counter.summary()
     assert tuple(launched) == TRITON_LAUNCHES * 2, launched  # two calls: the first fills the tables' cache
-
-
-def _record_triton_launches(monkeypatch) -> list[str]:
-    """The names of the Triton kernels the host launches from now on (it looks each up once a launch)."""
-    from lra_kit.attention.causal.triton import host, kernels_for
-
-    names = []
-
-    class Recorder:
-        def __init__(self, real):
-            self.real = real
-
-        def __getattr__(self, name):
-            names.append(name)
-            return getattr(self.real, name)
-
-    monkeypatch.setattr(host, "kernels_for", lambda tensor: Recorder(kernels_for(tensor)))
-    return names
 
 
 def test_the_counter_sees_a_kernel_put_back(monkeypatch):

@@ -23,7 +23,7 @@ from lra_kit.attention import get_feature_map
 from lra_kit.attention.causal import CausalState, causal_op
 from lra_kit.attention.causal.naive import naive_causal_op
 from lra_kit.attention.causal.op import Spec
-from lra_kit.attention.causal.triton import host, kernels_for
+from lra_kit.attention.causal.triton import host
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CHUNK = 16
@@ -110,22 +110,6 @@ def test_fused_kernel_walks_every_column_block(monkeypatch, D, M, cap):
     _same(fused, pair, exact=False)
 
 
-def _recorded(monkeypatch):
-    """The names of the kernels the host launches from now on."""
-    names = []
-
-    class Recorder:
-        def __init__(self, real):
-            self.real = real
-
-        def __getattr__(self, name):
-            names.append(name)
-            return getattr(self.real, name)
-
-    monkeypatch.setattr(host, "kernels_for", lambda t: Recorder(kernels_for(t)))
-    return names
-
-
 def _oracle_case(dtype, seed=0, B=2, H=1, N=40, D=8, M=6):
     gen = torch.Generator().manual_seed(seed)
     q, k, v, g = (torch.randn(B, H, N, d, generator=gen, dtype=torch.float64) for d in (D, D, M, M))
@@ -160,13 +144,13 @@ ORACLE_CASES = {"linear": ("elu", 1e-6, 0.0), "softplus momentum": ("softplus", 
 
 
 @pytest.mark.parametrize("case", ORACLE_CASES)
-def test_op_launches_the_fused_kernel_and_equals_the_oracle(monkeypatch, case):
+def test_op_launches_the_fused_kernel_and_equals_the_oracle(record_triton_launches, case):
     """float32, leading padding and a starting state: one ∇k, ∇v launch, and the oracle's gradients."""
     name, eps, beta = ORACLE_CASES[case]
     feature_map = get_feature_map(name) if name else None
     inputs = _oracle_case(torch.float32, seed=2)
     want = _gradients(naive_causal_op, torch.float64, inputs, feature_map, beta, eps)
-    launched = _recorded(monkeypatch)
+    launched = record_triton_launches()
 
     def kernels(*a, **kw):
         return causal_op(*a, chunk_size=CHUNK, triton=True, **kw)
@@ -193,7 +177,7 @@ def test_sixteen_bit_gradients_through_the_fused_kernel_equal_the_oracle(dtype):
         assert a.dtype == dtype and _rel_rms(a, b) < 1e-2, grad
 
 
-def test_one_gradient_alone_takes_its_own_kernel(monkeypatch):
+def test_one_gradient_alone_takes_its_own_kernel(record_triton_launches):
     """With k frozen only ∇v is asked for: the ∇v kernel runs (it reads neither v nor ∂out in full), and its ∇v
     is the fused launch's."""
     case = _oracle_case(torch.float32, seed=4, N=24)
@@ -201,7 +185,7 @@ def test_one_gradient_alone_takes_its_own_kernel(monkeypatch):
     q, k, v, g, mask, _ = case
     grads = {}
     for frozen in (False, True):
-        launched = _recorded(monkeypatch)
+        launched = record_triton_launches()
         leaves = [t.float().requires_grad_(not (frozen and i == 1)) for i, t in enumerate((q, k, v))]
         out, _ = causal_op(*leaves, phi=phi, beta=0.7, gamma=0.8, eps=1e-6, key_padding_mask=mask,
                            chunk_size=CHUNK, triton=True)
