@@ -88,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir(root)))
     kernel_environment(env)  # the kernels' PyTorch threads: LRA_KIT_THREADS, default 1 (lra_kit.threads)
-    return subprocess.call([lab, f"--notebook-dir={root}", "book/intro.md", *argv], cwd=root, env=env)
+    args = [lab, f"--notebook-dir={root}", "book/intro.md", *argv]
+    if os.name == "posix":  # the lab becomes this process: a signal to it (Ctrl-C, a terminate) reaches the server,
+        os.chdir(root)      # which as a child would outlive it
+        os.execve(lab, args, env)
+    return subprocess.call(args, cwd=root, env=env)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,16 @@ def lab(tmp_path_factory):
     yield root, f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=30)
+    # the server stopped with the command that started it, rather than living on as an orphan
+    deadline = time.monotonic() + 30
+    while _listening(port) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _listening(port), "JupyterLab still serves after the lab command was terminated"
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _chromium():
