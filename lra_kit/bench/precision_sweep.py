@@ -1,6 +1,7 @@
 """The causal op's kernels in float16 and bfloat16 against the float64 oracle, over random padded cases.
 
     python -m lra_kit.bench.precision_sweep [--seeds 40] [--out results/bench/precision-sweep-cpu.json]
+    python -m lra_kit.bench.precision_sweep --dtypes bfloat16 --states bfloat16   # the states' type, measured
 
 Each seed is one case (:func:`sweep_case`): N 128–256, head width 8 or 16, row 0 padded at the start (0–100 keys,
 often more than a chunk), row 1 at the end (0–50), linear (β = 0) or momentum (β = 0.6, γ = 0.9), and an upstream
@@ -10,11 +11,14 @@ the chunked PyTorch path each in the type itself, as a user calls them (both sum
 and the gradients in the type; the kernels under Triton's interpreter on a CPU, compiled on CUDA). The record
 holds, for out, ∇q, ∇k, ∇v, the relative RMS error of each path against the oracle and the worst ratio of the
 two. ``tests/test_triton_low_precision.py`` runs a few seeds of the same sweep (issue 50, item 4: bf16 ∇q within
-2× of the PyTorch path's error over 40 seeds).
+2× of the PyTorch path's error over 40 seeds). ``--states T`` stores the kernels' per-chunk boundary states as T
+instead of float32 (:func:`lra_kit.attention.causal.triton.host.stored_states`; issue 50, item 7: states in the
+inputs' type where the oracle's error allows), into its own record by default.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -27,7 +31,9 @@ from lra_kit.attention.causal.naive import naive_causal_op
 PHI = get_feature_map("elu")
 NAMES = ("out", "dq", "dk", "dv")
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+STATE_NAMES = {"float32": torch.float32, **DTYPES}
 DEFAULT_OUT = os.path.join("results", "bench", "precision-sweep-cpu.json")
+STATES_OUT = os.path.join("results", "bench", "precision-sweep-states-cpu.json")
 
 
 def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -49,11 +55,12 @@ def padded_case(seed: int, N: int, D: int, M: int, lead: int, tail: int = 0, B: 
     return q, k, v, g, mask
 
 
-def sweep_case(seed: int):
-    """Seed → (q, k, v, g, mask, β): N 128–256, D 8 or 16, leading padding 0–100 on row 0, trailing 0–50 on
-    row 1; β = 0 for even seeds, 0.6 for odd."""
+def sweep_case(seed: int, length: int | None = None):
+    """Seed → (q, k, v, g, mask, β): N 128–256 (or ``length``), D 8 or 16, leading padding 0–100 on row 0, trailing
+    0–50 on row 1; β = 0 for even seeds, 0.6 for odd."""
     gen = torch.Generator().manual_seed(1000 + seed)
     N = int(torch.randint(128, 257, (1,), generator=gen))
+    N = length or N
     D = (8, 16)[int(torch.randint(0, 2, (1,), generator=gen))]
     lead, tail = int(torch.randint(0, 101, (1,), generator=gen)), int(torch.randint(0, 51, (1,), generator=gen))
     q, k, v, g, mask = padded_case(seed, N=N, D=D, M=D, lead=lead, B=2)
@@ -81,15 +88,19 @@ def rounded(dtype, *ts):
     return [t.to(dtype).double() for t in ts]
 
 
-def sweep_errors(seed: int, dtype: torch.dtype, device: str = "cpu") -> dict:
-    """{name: (kernels' error, PyTorch path's error)} against the float64 oracle for one sweep case; raises
-    ``FloatingPointError`` where a kernel's gradient is not finite."""
-    q, k, v, g, mask, beta = sweep_case(seed)
+def sweep_errors(seed: int, dtype: torch.dtype, device: str = "cpu", states: torch.dtype = torch.float32,
+                 length: int | None = None) -> dict:
+    """{name: (kernels' error, PyTorch path's error)} against the float64 oracle for one sweep case, the kernels'
+    boundary states stored as ``states``; raises ``FloatingPointError`` where a kernel's gradient is not finite."""
+    from lra_kit.attention.causal.triton.host import stored_states
+
+    q, k, v, g, mask, beta = sweep_case(seed, length)
     q, k, v = rounded(dtype, q, k, v)
     gamma = 0.9 if beta else 1.0
     w_out, _, want = run(q, k, v, g, mask, torch.float64, beta=beta, gamma=gamma, triton=None)
     r_out, _, ref = run(q, k, v, g, mask, dtype, beta=beta, gamma=gamma, triton=False)
-    k_out, _, got = run(q, k, v, g, mask, dtype, beta=beta, gamma=gamma, triton=True, device=device)
+    with stored_states(states, dtype):
+        k_out, _, got = run(q, k, v, g, mask, dtype, beta=beta, gamma=gamma, triton=True, device=device)
     errors = {"out": (rel_rms(k_out, w_out), rel_rms(r_out, w_out))}
     for name, a, r, w in zip(NAMES[1:], got, ref, want, strict=True):
         if not torch.isfinite(a).all():
@@ -98,17 +109,21 @@ def sweep_errors(seed: int, dtype: torch.dtype, device: str = "cpu") -> dict:
     return errors
 
 
-def sweep(seeds: int, device: str = "cpu", progress=None, dtypes=tuple(DTYPES)) -> dict:
-    """Every seed in each of ``dtypes`` (names of :data:`DTYPES`): per type and quantity the kernels' and the
-    PyTorch path's errors, seed by seed, and the worst ratio of the two."""
+def sweep(seeds: int, device: str = "cpu", progress=None, dtypes=tuple(DTYPES), states=("float32",),
+          length: int | None = None) -> dict:
+    """Every seed in each of ``dtypes`` (names of :data:`DTYPES`) and each type of the kernels' stored states
+    (:data:`STATE_NAMES`): per type and quantity the kernels' and the PyTorch path's errors, seed by seed, and the
+    worst ratio of the two. Keyed by the input type's name, with ", states T" where the states are not float32."""
     out = {}
-    for name in dtypes:
+    for name, kept in itertools.product(dtypes, states):
         dtype, rows = DTYPES[name], []
+        key = name if kept == "float32" else f"{name}, states {kept}"
         for seed in range(seeds):
-            rows.append({"seed": seed, **{k: list(v) for k, v in sweep_errors(seed, dtype, device).items()}})
+            errors = sweep_errors(seed, dtype, device, STATE_NAMES[kept], length)
+            rows.append({"seed": seed, **{k: list(v) for k, v in errors.items()}})
             if progress:
-                progress(name, rows[-1])
-        out[name] = {"cases": rows, "worst_ratio": {
+                progress(key, rows[-1])
+        out[key] = {"cases": rows, "worst_ratio": {
             k: max(r[k][0] / r[k][1] for r in rows) for k in NAMES}, "worst_error": {
             k: max(r[k][0] for r in rows) for k in NAMES}}
     return out
@@ -124,7 +139,14 @@ def main(argv=None) -> int:
                         help="where the kernels run: cuda (compiled) or cpu (Triton's interpreter)")
     parser.add_argument("--dtypes", nargs="+", choices=tuple(DTYPES), default=list(DTYPES),
                         help="input types to sweep (default both)")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"the record (default {DEFAULT_OUT})")
+    parser.add_argument("--states", nargs="+", choices=tuple(STATE_NAMES), default=["float32"],
+                        help="the types the kernels store their per-chunk states in, each swept (default float32, "
+                             "as they run)")
+    parser.add_argument("--length", type=int, default=None,
+                        help="every case's length N instead of a random one of 128-256 (a long N: many chunks, "
+                             "the states' share of each output grows)")
+    parser.add_argument("--out", help=f"the record (default {DEFAULT_OUT}; with --states other than float32, "
+                                      f"{STATES_OUT})")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be ≥ 1, got {args.seeds}")
@@ -134,17 +156,22 @@ def main(argv=None) -> int:
     def show(name, row):
         print(name, row["seed"], {k: round(row[k][0] / row[k][1], 2) for k in NAMES}, flush=True)
 
-    result = sweep(args.seeds, args.device, progress=show, dtypes=args.dtypes)
+    if args.length is not None and args.length < 1:
+        parser.error(f"--length must be ≥ 1, got {args.length}")
+    out = args.out or (DEFAULT_OUT if args.states == ["float32"] else STATES_OUT)
+    result = sweep(args.seeds, args.device, progress=show, dtypes=args.dtypes, states=args.states,
+                   length=args.length)
     record = make_results(metrics={n: {"worst_ratio": r["worst_ratio"], "worst_error": r["worst_error"]}
                                    for n, r in result.items()},
                           config={"seeds": args.seeds, "case": sweep_case.__doc__, "chunk_size": 64, "eps": 1e-6,
+                                  "states": args.states, "length": args.length or "128-256",
                                   "kernels": "compiled" if args.device.startswith("cuda") else "Triton interpreter",
                                   "ratio": "kernels' relative RMS error ÷ the chunked PyTorch path's, both called "
                                            "with the input type, both against the float64 oracle"},
                           scale="full", steps=0, seed=0, wall_s=time.perf_counter() - start, device=args.device,
                           cases={n: r["cases"] for n, r in result.items()})
-    write_results(record, args.out)
-    print(f"wrote {args.out}: worst ratios " + "; ".join(
+    write_results(record, out)
+    print(f"wrote {out}: worst ratios " + "; ".join(
         f"{n} " + ", ".join(f"{k} {v:.2f}" for k, v in r["worst_ratio"].items()) for n, r in result.items()))
     return 0
 

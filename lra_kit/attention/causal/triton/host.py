@@ -23,6 +23,7 @@ the hardware's rate; it has no Triton kernel.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import NamedTuple
 
@@ -64,8 +65,52 @@ TILING = {
     torch.float16: Tiling(64, 32, 32, 8),
     torch.float32: Tiling(16, 32, 32, 8),
 }
+
+
+@contextlib.contextmanager
+def tiling(dtype: torch.dtype, sizes: Tiling):
+    """Within the block, calls with ``dtype`` inputs use ``sizes`` instead of the shipped :data:`TILING` (the
+    autotune's hook, :mod:`lra_kit.bench.tiles`); restored on exit."""
+    if dtype not in TILING:
+        raise ValueError(f"dtype: one of {sorted(map(str, TILING))}, got {dtype}")
+    for field in ("max_chunk", "max_block", "state_block"):
+        size = getattr(sizes, field)
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"sizes.{field}: a power of two ≥ 16 (tl.dot's least tile), got {size}")
+    before = TILING[dtype]
+    TILING[dtype] = sizes
+    try:
+        yield
+    finally:
+        TILING[dtype] = before
+
+
 # Widest tile of any type: a wide feature map (Performer: 267 features) is walked in steps of at most this.
 MAX_BLOCK = max(t.max_block for t in TILING.values())
+
+# The type the per-chunk boundary states (s, d, z and their adjoints) are stored in, per input type. The running
+# sums stay float32 in registers; this is the copy written at each chunk boundary and read by the output and
+# gradient kernels. float32 for every type: float16 cannot hold a state (z grows with the position, past 65,504 at
+# 64K), and bf16 states, measured against the float64 oracle (``python -m lra_kit.bench.precision_sweep
+# --states bf16``, results/bench/precision-sweep-states-cpu.json), do not stay within the error bound. See
+# :func:`stored_states` for measuring another choice.
+STATE_TYPES = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.float32: torch.float32}
+
+
+@contextlib.contextmanager
+def stored_states(dtype: torch.dtype, inputs: torch.dtype = torch.bfloat16):
+    """Within the block, the boundary states of ``inputs``-typed calls are stored as ``dtype`` (a measurement hook:
+    the precision sweep's ``--states``); the table is restored on exit."""
+    if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise ValueError(f"dtype: the states' type must be float32, bfloat16 or float16, got {dtype}")
+    if inputs not in STATE_TYPES:
+        raise ValueError(f"inputs: one of {sorted(map(str, STATE_TYPES))}, got {inputs}")
+    before = STATE_TYPES[inputs]
+    STATE_TYPES[inputs] = dtype
+    try:
+        yield
+    finally:
+        STATE_TYPES[inputs] = before
 
 
 def _block(n: int, cap: int) -> int:
@@ -210,9 +255,10 @@ class _Launch:
 
     def state_buffers(self, dx: int, dy: int, device):
         """Per-chunk states (s, d, z) of one pass; d and z only where used (else s stands in, never written)."""
-        s = torch.empty(self.BH, self.NC, dx, dy, device=device, dtype=torch.float32)
+        dtype = STATE_TYPES[self.dtype]
+        s = torch.empty(self.BH, self.NC, dx, dy, device=device, dtype=dtype)
         d = torch.empty_like(s) if self.use_d else s
-        z = torch.empty(self.BH, self.NC, dx, device=device, dtype=torch.float32) if self.norm else s
+        z = torch.empty(self.BH, self.NC, dx, device=device, dtype=dtype) if self.norm else s
         return s, d, z
 
     def edge(self, dx, dy, device, given=None):

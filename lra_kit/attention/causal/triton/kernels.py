@@ -159,6 +159,26 @@ def _rows(ptr, bh, N, rows, inside):
 
 
 @triton.jit
+def _state(ptr, mask):
+    """A tile of boundary states, in float32 whatever type they are stored in (``host.STATE_TYPES``)."""
+    return tl.load(ptr, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _chunk_end(u_ptr, p_ptr, chunk, N, C: tl.constexpr):
+    """A chunk of a backward-in-time kernel (∇k, ∇v): positions ``pos``, their ``rows``, which are ``inside`` the
+    sequence, and the weights of an adjoint state read at the chunk's end, u(L−1−b) and β^{L−1−b}."""
+    pos = tl.arange(0, C)
+    start = chunk * C
+    L = tl.minimum(C, N - start)
+    inside = pos < L
+    to_end = tl.where(inside, L - 1 - pos, 0)
+    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
+    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
+    return pos, start + pos, inside, w_s, w_d
+
+
+@triton.jit
 def states_kernel(
     x_ptr, sxb, sxh, sxn,  # forward: k; adjoint: q (raw)
     y_ptr, syb, syh, syn,  # forward: v; adjoint: ∂out
@@ -306,12 +326,12 @@ def forward_kernel(
         scores += _dot(fq, tl.trans(fk), PHI_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rd[:, None] < D) & (rm[None, :] < M)
         state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
-        num += _dot(fq, tl.load(s_ptr + state_off, mask=state_mask, other=0.0), ACC_DOT, PRECISION, ROUND_ONLY)
+        num += _dot(fq, _state(s_ptr + state_off, state_mask), ACC_DOT, PRECISION, ROUND_ONLY)
         if USE_D:
-            d = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            d = _state(d_ptr + state_off, state_mask)
             num += _dot(fq * w_d[:, None], d, ACC_DOT, PRECISION, ROUND_ONLY)
         if NORM:
-            z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+            z = _state(z_ptr + (bh * NC + chunk) * D + rd, rd < D)
             qz += _sum(fq * z[None, :], 1)
     weights, causal = _lag_weights(u_ptr, pos, False)
     v = _tile(v_ptr, b * svb + hh * svh, svn, rows, inside, rm, M)
@@ -363,9 +383,9 @@ def dq_kernel(
         scores += _dot(g, tl.trans(v), IN_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rm[:, None] < M) & (rd[None, :] < D)
         state_off = ((bh * NC + chunk) * D + rd[None, :]) * M + rm[:, None]  # (S)ᵀ: rows m, columns d
-        acc += _dot(g, tl.load(s_ptr + state_off, mask=state_mask, other=0.0), ACC_DOT, PRECISION, ROUND_ONLY)
+        acc += _dot(g, _state(s_ptr + state_off, state_mask), ACC_DOT, PRECISION, ROUND_ONLY)
         if USE_D:
-            dT = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            dT = _state(d_ptr + state_off, state_mask)
             acc += _dot(g * w_d[:, None], dT, ACC_DOT, PRECISION, ROUND_ONLY)
         if NORM:
             go += _sum(g * _tile(o_ptr, b * sob + hh * soh, son, rows, inside, rm, M), 1)
@@ -379,7 +399,7 @@ def dq_kernel(
             tl.store(h_ptr + bh * N + rows, h, mask=pos + idd * C < N - start)  # the first column block
         r = gamma / den
         p = scores * weights * r[:, None] + tl.where(causal, h[:, None], 0.0)
-        z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+        z = _state(z_ptr + (bh * NC + chunk) * D + rd, rd < D)
         dfq = _dot(p, fk, ACC_DOT, PRECISION, ROUND_ONLY) + acc * r[:, None] + h[:, None] * z[None, :]
     else:
         dfq = _dot(scores * weights, fk, ACC_DOT, PRECISION, ROUND_ONLY) + acc
@@ -409,15 +429,8 @@ def dk_kernel(
     + β^{L−1−b} v_b D̂ᵀ + ẑ; then ⊙ keep_b φ'(k_b). Ŝ, D̂ were summed from g̃ = r·g already."""
     bh, chunk, idd = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, hh = bh // H, bh % H
-    pos = tl.arange(0, C)
     rd = idd * BD + tl.arange(0, BD)
-    start = chunk * C
-    L = tl.minimum(C, N - start)
-    inside = pos < L
-    rows = start + pos
-    to_end = tl.where(inside, L - 1 - pos, 0)
-    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
-    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
+    pos, rows, inside, w_s, w_d = _chunk_end(u_ptr, p_ptr, chunk, N, C)
     scores = tl.full((C, C), 0.0, tl.float32)
     acc = tl.full((C, BD), 0.0, tl.float32)
     for km in range(0, M, BM):
@@ -427,10 +440,10 @@ def dk_kernel(
         scores += _dot(v, tl.trans(g), IN_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rm[:, None] < M) & (rd[None, :] < D)
         state_off = ((bh * NC + chunk) * D + rd[None, :]) * M + rm[:, None]
-        acc += _dot(v * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+        acc += _dot(v * w_s[:, None], _state(s_ptr + state_off, state_mask),
                     ACC_DOT, PRECISION, ROUND_ONLY)
         if USE_D:
-            dT = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            dT = _state(d_ptr + state_off, state_mask)
             acc += _dot(v * w_d[:, None], dT, ACC_DOT, PRECISION, ROUND_ONLY)
     weights, later = _lag_weights(u_ptr, pos, True)
     fq = _mapped(_tile(q_ptr, b * sqb + hh * sqh, sqn, rows, inside, rd, D), inside, rd, D, PHI)
@@ -438,7 +451,7 @@ def dk_kernel(
         r = gamma / _rows(den_ptr, bh, N, rows, inside)
         h = tl.where(inside, _rows(h_ptr, bh, N, rows, inside), 0.0)
         p = scores * weights * r[None, :] + tl.where(later, h[None, :], 0.0)
-        z = tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)
+        z = _state(z_ptr + (bh * NC + chunk) * D + rd, rd < D)
         dfk = _dot(p, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc + z[None, :]
     else:
         dfk = _dot(scores * weights, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc
@@ -467,16 +480,9 @@ def dv_kernel(
     g̃_i = r_i g_i (r = γ/den where NORM, else 1)."""
     bh, chunk, im = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, hh = bh // H, bh % H
-    pos = tl.arange(0, C)
     rm = im * BM + tl.arange(0, BM)
-    start = chunk * C
-    L = tl.minimum(C, N - start)
-    inside = pos < L
-    rows = start + pos
+    pos, rows, inside, w_s, w_d = _chunk_end(u_ptr, p_ptr, chunk, N, C)
     keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
-    to_end = tl.where(inside, L - 1 - pos, 0)
-    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
-    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
     scores = tl.full((C, C), 0.0, tl.float32)
     acc = tl.full((C, BM), 0.0, tl.float32)
     for kd in range(0, D, BD):
@@ -486,10 +492,10 @@ def dv_kernel(
         scores += _dot(fk, tl.trans(fq), PHI_DOT, PRECISION, ROUND_ONLY)
         state_mask = (rd[:, None] < D) & (rm[None, :] < M)
         state_off = ((bh * NC + chunk) * D + rd[:, None]) * M + rm[None, :]
-        acc += _dot(fk * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+        acc += _dot(fk * w_s[:, None], _state(s_ptr + state_off, state_mask),
                     ACC_DOT, PRECISION, ROUND_ONLY)
         if USE_D:
-            d = tl.load(d_ptr + state_off, mask=state_mask, other=0.0)
+            d = _state(d_ptr + state_off, state_mask)
             acc += _dot(fk * w_d[:, None], d, ACC_DOT, PRECISION, ROUND_ONLY)
     weights, later = _lag_weights(u_ptr, pos, True)
     g = _tile(g_ptr, b * sgb + hh * sgh, sgn, rows, inside, rm, M)
@@ -513,10 +519,10 @@ def _key_block(scores, acc, q_ptr, q_base, sqn, k_ptr, k_base, skn, s_ptr, d_ptr
     scores += _dot(fk, tl.trans(fq), PHI_DOT, PRECISION, ROUND_ONLY)
     state_mask = (rd[:, None] < D) & (rm[None, :] < M)
     state_off = (state_row + rd[:, None]) * M + rm[None, :]
-    acc += _dot(fk * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+    acc += _dot(fk * w_s[:, None], _state(s_ptr + state_off, state_mask),
                 ACC_DOT, PRECISION, ROUND_ONLY)
     if USE_D:
-        acc += _dot(fk * w_d[:, None], tl.load(d_ptr + state_off, mask=state_mask, other=0.0),
+        acc += _dot(fk * w_d[:, None], _state(d_ptr + state_off, state_mask),
                     ACC_DOT, PRECISION, ROUND_ONLY)
     return scores, acc, fq, k
 
@@ -533,10 +539,10 @@ def _value_block(scores, acc, v_ptr, v_base, svn, g_ptr, g_base, sgn, s_ptr, d_p
     scores += _dot(v, tl.trans(g), IN_DOT, PRECISION, ROUND_ONLY)
     state_mask = (rm[:, None] < M) & (rd[None, :] < D)
     state_off = (state_row + rd[None, :]) * M + rm[:, None]  # (Ŝ)ᵀ: rows m, columns d
-    acc += _dot(v * w_s[:, None], tl.load(s_ptr + state_off, mask=state_mask, other=0.0),
+    acc += _dot(v * w_s[:, None], _state(s_ptr + state_off, state_mask),
                 ACC_DOT, PRECISION, ROUND_ONLY)
     if USE_D:
-        acc += _dot(v * w_d[:, None], tl.load(d_ptr + state_off, mask=state_mask, other=0.0),
+        acc += _dot(v * w_d[:, None], _state(d_ptr + state_off, state_mask),
                     ACC_DOT, PRECISION, ROUND_ONLY)
     return scores, acc
 
@@ -573,17 +579,10 @@ def dkv_kernel(
     value block: Performer's wide features then cost what they cost the two kernels."""
     bh, chunk, j = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     b, hh = bh // H, bh % H
-    pos = tl.arange(0, C)
     rd = j * BD + tl.arange(0, BD)  # this program's ∇k columns (none where j·BD ≥ D: loads and stores masked)
     rm = j * BM + tl.arange(0, BM)  # its ∇v columns
-    start = chunk * C
-    L = tl.minimum(C, N - start)
-    inside = pos < L
-    rows = start + pos
+    pos, rows, inside, w_s, w_d = _chunk_end(u_ptr, p_ptr, chunk, N, C)
     keep = _keep(mask_ptr, b, smb, rows, inside, MASK)
-    to_end = tl.where(inside, L - 1 - pos, 0)
-    w_s = tl.load(u_ptr + to_end + 1, mask=inside, other=0.0)  # u(L−1−b)
-    w_d = tl.load(p_ptr + to_end, mask=inside, other=0.0)  # β^{L−1−b}
     state_row = (bh * NC + chunk) * D
     q_base, k_base = b * sqb + hh * sqh, b * skb + hh * skh
     v_base, g_base = b * svb + hh * svh, b * sgb + hh * sgh
@@ -618,7 +617,9 @@ def dkv_kernel(
                                   PHI, USE_D, PHI_DOT, ACC_DOT, PRECISION, ROUND_ONLY)
     dfk = _dot(p, fq, ACC_DOT, PRECISION, ROUND_ONLY) + acc_k
     if NORM:
-        dfk = dfk + tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0)[None, :]
+        # loaded here, not through _state: at bf16's 32 × 32 this kernel sits at 255 registers, and the call spilled
+        # 12 B a thread (the compile guard, Triton 3.9)
+        dfk = dfk + tl.load(z_ptr + (bh * NC + chunk) * D + rd, mask=rd < D, other=0.0).to(tl.float32)[None, :]
     _store_rows(dk_ptr, bh, N, rows, inside, rd, D, dfk * _phi_grad(k, PHI) * keep[:, None])
     for t in range(0, other_d):
         kd = ((j + 1 + t) % n_d) * BD
