@@ -62,3 +62,22 @@ def test_the_variant_list_covers_every_decode_tile():
         tile = fused_tile(D)
         assert tile.cols * tile.blocks >= D and tile.rows >= D and tile.rows * tile.cols <= 4096
         assert {(*tile[:2], tile.warps, False), (*tile[:2], tile.warps, True)} <= compiled, D
+
+
+def test_the_states_are_compiled_in_the_type_the_package_stores_them_in():
+    """The per-chunk states' pointers take ``host.STATE_TYPES``' type, so that a change of it (the autotune's choice)
+    is what the guard compiles; a starting or final state stays float32."""
+    import torch
+
+    from lra_kit.attention.causal.triton import host
+    from lra_kit.attention.causal.triton.compile_check import _signature, variants
+    from lra_kit.attention.causal.triton.switch import _kernels
+
+    kernels = _kernels(False, "kernels")
+    states = next(v for v in variants() if v["kernel"] == "states_kernel" and v["input"] == "bf16")
+    kernel = kernels.states_kernel
+    assert _signature(kernel, states)["s_ptr"] == "*fp32"
+    with host.stored_states(torch.bfloat16, torch.bfloat16):
+        signature = _signature(kernel, states)
+        assert signature["s_ptr"] == signature["d_ptr"] == signature["z_ptr"] == "*bf16"
+        assert signature["s_init_ptr"] == signature["s_last_ptr"] == "*fp32"

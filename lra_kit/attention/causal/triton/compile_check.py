@@ -105,6 +105,17 @@ def decode_variants() -> list[dict]:
 
 INPUTS = {"x_ptr", "y_ptr", "q_ptr", "k_ptr", "v_ptr", "g_ptr", "o_ptr"}
 OUTPUTS = {"out_ptr", "dq_ptr", "dk_ptr", "dv_ptr"}
+STATES = {"s_ptr", "d_ptr", "z_ptr"}  # the per-chunk boundary states (a starting or final state is float32)
+
+
+def _state_type(input_type: str) -> str:
+    """The type the package stores the per-chunk states of ``input_type`` inputs in (``host.STATE_TYPES``)."""
+    import torch
+
+    from lra_kit.attention.causal.triton.host import STATE_TYPES
+
+    stored = STATE_TYPES[getattr(torch, TORCH_NAMES[input_type])]
+    return {name: short for short, name in TORCH_NAMES.items()}[str(stored).removeprefix("torch.")]
 
 
 def _signature(kernel, variant: dict) -> dict:
@@ -118,6 +129,8 @@ def _signature(kernel, variant: dict) -> dict:
             signature[name] = f"*{variant['output']}"
         elif name == "mask_ptr":
             signature[name] = "*u8"
+        elif name in STATES:
+            signature[name] = f"*{_state_type(variant['input'])}"
         elif name.endswith("_ptr"):
             signature[name] = f"*{variant['input']}" if name in INPUTS else "*fp32"
         else:

@@ -90,10 +90,13 @@ MAX_BLOCK = max(t.max_block for t in TILING.values())
 
 # The type the per-chunk boundary states (s, d, z and their adjoints) are stored in, per input type. The running
 # sums stay float32 in registers; this is the copy written at each chunk boundary and read by the output and
-# gradient kernels. float32 for every type: float16 cannot hold a state (z grows with the position, past 65,504 at
-# 64K), and bf16 states, measured against the float64 oracle (``python -m lra_kit.bench.precision_sweep
-# --states bf16``, results/bench/precision-sweep-states-cpu.json), do not stay within the error bound. See
-# :func:`stored_states` for measuring another choice.
+# gradient kernels (about 30% of the bytes a bf16 forward loads and stores at D = M = 64, counted per chunk).
+# float16 cannot hold a state (z grows with the position, past 65,504 at 64K). bf16 can: against the float64
+# oracle, bf16 states raise the kernels' bf16 ∇q error by a median 9% at N = 2,048 (worst ratio to the PyTorch
+# path's 1.63, float32 states' 1.50; ``python -m lra_kit.bench.precision_sweep --states float32 bfloat16 --length
+# 2048``), within issue 50's 2× bound. Whether they are also faster is the GPU autotune's to say
+# (:mod:`lra_kit.bench.tiles`, whose recorded choice this table must be); until it has run, float32.
+# :func:`stored_states` changes it within a block.
 STATE_TYPES = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.float32: torch.float32}
 
 
