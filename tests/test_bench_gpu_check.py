@@ -15,7 +15,8 @@ def test_dry_run_lists_every_step_within_budget(tmp_path, capsys):
     plan = gpu_check.steps(out)
     # the benchmark first (what a lease is asked for), then correctness, then a compiled training step: a lease cut
     # short keeps what matters most
-    assert [s.name for s in plan] == ["c1", "t", "a1", "a2", "b", "d1", "d2", "d3", "c2", "g", "g2", "a3", "l1", "l2", "e"]
+    assert [s.name for s in plan] == ["c1", "t", "a1", "a2", "b", "d1", "d2", "d3", "c2", "g", "g2", "a3", "l1", "l2",
+                                      "e"]
     for step in plan:
         assert f"[{step.name}]" in text
         assert step.budget_s <= gpu_check.STEP_LIMIT_S and gpu_check.timeout_s(step) <= gpu_check.STEP_LIMIT_S

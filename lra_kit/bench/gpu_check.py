@@ -1,5 +1,6 @@
 """The GPU campaign: everything the CPU cannot show, in commands of at most 8 minutes that together fit in
-45 minutes of one H100 or H200, three 15-minute leases (issue 20; docs/gpu.md). Each command writes its JSON to the folder named.
+45 minutes of one H100 or H200, three 15-minute leases (issue 20; docs/gpu.md). Each command writes its JSON to the
+folder named.
 
     python -m lra_kit.bench.gpu_check --out DIR [--only c1 a1 ...] [--dry-run] [--time-limit 480]
     make gpu-check OUT=DIR   # --time-limit 480 unless TIME_LIMIT=... says otherwise

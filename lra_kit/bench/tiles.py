@@ -3,8 +3,8 @@
     python -m lra_kit.bench.tiles --device cuda [--lengths 16384 65536] [--json results/bench/tiles-<gpu>.json]
 
 For each candidate of the input type (:class:`Candidate`: chunk C, the largest column tile of the chunk kernels,
-the largest state tile, and the type the per-chunk states are stored in), it times one forward and backward of linear attention
-(β = 0) and of momentum attention (β = 0.6) as users call them, at B 4, H 8, D 64, pipelined
+the largest state tile, and the type the per-chunk states are stored in), it times one forward and backward of
+linear attention (β = 0) and of momentum attention (β = 0.6) as users call them, at B 4, H 8, D 64, pipelined
 (:func:`lra_kit.bench.timing.pipelined_times`: back-to-back calls, the L2 flushed before each, the median of
 ``--repeats``). A candidate's score is the geometric mean, over methods and lengths, of its median divided by the
 median of what the package ships (:func:`shipped`), timed in the same run; the record names the candidate with the
