@@ -79,3 +79,22 @@ def test_the_counter_sees_a_kernel_put_back(monkeypatch):
     counter = _forward_backward(linear_attention, {}, None)
     assert counter.kernels["cumsum"] == 1
     assert counter.allocated_bytes > _allowed_bytes(0.0)
+
+
+def test_the_counter_leaves_out_tritons_frames_wherever_the_clone_lies(monkeypatch):
+    """What Triton's own files run is left out, and nothing else, whatever the path of the checkout: a clone named
+    ``lra_kit`` holds its virtual environment, Triton included, under ``.../lra_kit/.venv``; the package's kernels
+    lie under ``.../lra_kit/attention/causal/triton/``."""
+    from lra_kit.bench import dispatch
+
+    def run_from(filename):
+        code = compile("x.add(1)", filename, "eval")  # an operator called from a frame of that file
+        x = torch.zeros(3)
+        with KernelCounter() as counter:
+            eval(code, {"x": x})
+        return sum(counter.kernels.values())
+
+    monkeypatch.setattr(dispatch, "_triton_dir", lambda: "/home/u/lra_kit/.venv/lib/python3.11/site-packages/triton/")
+    assert run_from("/home/u/lra_kit/.venv/lib/python3.11/site-packages/triton/runtime/interpreter.py") == 0
+    assert run_from("/home/u/lra_kit/lra_kit/attention/causal/triton/host.py") == 1
+    assert run_from("/home/u/lra_kit/lra_kit/bench/dispatch.py") == 1

@@ -16,6 +16,9 @@ attention to it.
 from __future__ import annotations
 
 import collections
+import functools
+import importlib.util
+import os
 import sys
 
 import torch
@@ -24,12 +27,26 @@ from torch.utils._python_dispatch import TorchDispatchMode
 ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 
 
+@functools.lru_cache(maxsize=1)
+def _triton_dir() -> str | None:
+    """The folder of the installed ``triton`` package, with a trailing separator (None without Triton)."""
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "")
+
+
 def _inside_triton() -> bool:
-    """Whether the operator was called from Triton's own code (its interpreter moving a kernel's arguments)."""
+    """Whether the operator was called from Triton's own code (its interpreter moving a kernel's arguments): a
+    frame from a file in the installed ``triton`` package. (A path test such as "/triton/ in it" also matched the
+    package's own ``lra_kit/attention/causal/triton/``, and excluding "/lra_kit/" then excluded the whole
+    virtual environment of a clone named ``lra_kit``.)"""
+    root = _triton_dir()
+    if root is None:
+        return False
     frame = sys._getframe(2)
     while frame is not None:
-        name = frame.f_code.co_filename
-        if "/triton/" in name and "/lra_kit/" not in name:
+        if frame.f_code.co_filename.startswith(root):
             return True
         frame = frame.f_back
     return False
