@@ -20,6 +20,7 @@ interpreter: the times mean nothing there, and the command only checks that ever
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import itertools
 import math
 import os
@@ -194,7 +195,9 @@ def main(argv=None) -> int:
                     "dim": args.dim, "repeats": args.repeats, "methods": METHODS,
                     "timing": "pipelined: back-to-back calls, L2 flushed before each, CUDA events; ms: median, "
                               "p20, p80, min, max",
-                    "kernels": "compiled" if device.type == "cuda" else "Triton interpreter (times mean nothing)"},
+                    "kernels": "compiled" if device.type == "cuda" else "Triton interpreter (times mean nothing)",
+                    "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                    "triton": importlib.metadata.version("triton")},
             scale="full", steps=0, seed=0, wall_s=time.perf_counter() - start, device=str(device),
             candidates=result["candidates"], ms=result["ms"])
         write_results(record, out)

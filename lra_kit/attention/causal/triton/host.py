@@ -77,12 +77,19 @@ def tiling(dtype: torch.dtype, sizes: Tiling):
         size = getattr(sizes, field)
         if size < 16 or size & (size - 1):
             raise ValueError(f"sizes.{field}: a power of two ≥ 16 (tl.dot's least tile), got {size}")
-    before = TILING[dtype]
-    TILING[dtype] = sizes
+    with _swapped(TILING, dtype, sizes):
+        yield
+
+
+@contextlib.contextmanager
+def _swapped(table: dict, key, value):
+    """``table[key]`` is ``value`` within the block and what it was after (:func:`tiling`, :func:`stored_states`)."""
+    before = table[key]
+    table[key] = value
     try:
         yield
     finally:
-        TILING[dtype] = before
+        table[key] = before
 
 
 # Widest tile of any type: a wide feature map (Performer: 267 features) is walked in steps of at most this.
@@ -108,12 +115,8 @@ def stored_states(dtype: torch.dtype, inputs: torch.dtype = torch.bfloat16):
         raise ValueError(f"dtype: the states' type must be float32, bfloat16 or float16, got {dtype}")
     if inputs not in STATE_TYPES:
         raise ValueError(f"inputs: one of {sorted(map(str, STATE_TYPES))}, got {inputs}")
-    before = STATE_TYPES[inputs]
-    STATE_TYPES[inputs] = dtype
-    try:
+    with _swapped(STATE_TYPES, inputs, dtype):
         yield
-    finally:
-        STATE_TYPES[inputs] = before
 
 
 def _block(n: int, cap: int) -> int:
